@@ -1,0 +1,152 @@
+# perfcached — one entry point: make, make check, make run, make bench, make soak.
+#   make            build everything (BUILD=build)
+#   make check      install missing deps, build, run every test
+#   make check-asan the same under ASan+UBSan (BUILD=build-asan)
+#   make bench      engine benchmark (bench/engine) and the RESP comparison
+#   make soak       long multi-process soak and crash runs
+#   make fuzz       run each fuzz target for FUZZ_SECONDS
+#   V=1             show full command lines
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BUILD ?= build
+CXX ?= g++
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+OPT ?= -O2
+SAN ?=
+CXXFLAGS_BASE := -std=c++20 $(OPT) -g -Wall -Wextra -Werror -pthread -MMD -MP -I.
+ifeq ($(SAN),1)
+CXXFLAGS_BASE += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=address,undefined
+endif
+ifeq ($(SAN),thread)
+CXXFLAGS_BASE += -fsanitize=thread
+LDFLAGS_SAN := -fsanitize=thread
+endif
+CXXFLAGS := $(CXXFLAGS_BASE) $(EXTRA_CXXFLAGS)
+LDLIBS := -pthread $(LDFLAGS_SAN)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+include mem/Makefile.inc
+include cache/Makefile.inc
+
+ENGINE_SRCS := $(MEM_SRCS) $(CACHE_SRCS)
+ENGINE_OBJS := $(ENGINE_SRCS:%.cc=$(BUILD)/%.o)
+UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
+UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
+SOAK_OBJS := $(BUILD)/test/soak/engine_soak.o
+BENCH_OBJS := $(BUILD)/bench/engine_bench.o
+
+ENGINE_LIB := $(BUILD)/libperfengine.a
+UNIT_BIN := $(BUILD)/bin/unit_tests
+SOAK_BIN := $(BUILD)/bin/engine_soak
+BENCH_BIN := $(BUILD)/bin/engine_bench
+
+# Rebuild everything when the flags change (Redis's .make-settings idea).
+SETTINGS := $(BUILD)/.settings
+$(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETTINGS) || \
+  echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' > $(SETTINGS))
+
+.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build \
+        check-deps format-check clean run
+
+all: $(ENGINE_LIB) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
+
+$(BUILD)/%.o: %.cc $(SETTINGS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CXX    $<")
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(ENGINE_LIB): $(ENGINE_OBJS)
+	@$(if $(Q),echo "  AR     $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(UNIT_BIN): $(UNIT_OBJS) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(UNIT_OBJS) $(ENGINE_LIB) -lCppUTest -lCppUTestExt $(LDLIBS)
+
+$(SOAK_BIN): $(SOAK_OBJS) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_BIN): $(BENCH_OBJS) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench/engine is the documented entry point (a symlink to the build output).
+bench/engine: $(BENCH_BIN)
+	$(Q)ln -sf ../$(BENCH_BIN) bench/engine
+
+deps:
+	@scripts/install-deps.sh
+
+check-deps:
+	@scripts/check-deps.sh
+
+unit: $(UNIT_BIN)
+	$(Q)$(UNIT_BIN) $(UNIT_ARGS)
+
+soak-short: $(SOAK_BIN)
+	$(Q)$(SOAK_BIN) --procs 3 --seconds 6 --keys 20000
+	$(Q)$(SOAK_BIN) --procs 3 --seconds 6 --keys 20000 --crash 12
+
+soak: $(SOAK_BIN)
+	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000
+	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000 --crash 200
+
+# Fuzz targets need clang's libFuzzer.
+FUZZ_CXX ?= clang++-14
+FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := glob
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
+$(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/glob_fuzz.cc cache/glob.cc
+fuzz-build: $(FUZZ_BINS)
+# Regression mode: run every target over its corpus once (inside make check).
+fuzz-regress: $(FUZZ_BINS)
+	$(Q)for t in $(FUZZ_TARGETS); do $(BUILD)/fuzz/$${t}_fuzz -runs=0 test/fuzz/corpus/$$t >/dev/null 2>&1 \
+	  || { echo "fuzz regression failed: $$t"; exit 1; }; \
+	  $(BUILD)/fuzz/$${t}_fuzz -max_total_time=10 -max_len=512 >/dev/null 2>&1 \
+	  || { echo "fuzz run found a crash: $$t"; exit 1; }; echo "fuzz $$t: ok"; done
+fuzz: $(FUZZ_BINS)
+	$(Q)for t in $(FUZZ_TARGETS); do mkdir -p $(BUILD)/fuzz/corpus-$$t; \
+	  $(BUILD)/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) $(BUILD)/fuzz/corpus-$$t test/fuzz/corpus/$$t \
+	  || exit 1; done
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory check-deps
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory soak-short
+	$(Q)$(MAKE) --no-print-directory fuzz-regress
+	@echo "make check: all passed"
+
+check-asan: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 unit soak-short
+
+check-tsan: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=thread OPT=-O1 unit UNIT_ARGS="-g Threads"
+
+bench: deps all
+	$(Q)bench/engine
+
+format-check:
+	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf build build-asan build-tsan bench/engine
+
+-include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

@@ -1,0 +1,393 @@
+// perfcached — table maintenance: linear-hash split/merge, expiry sweep, repair.
+// Copyright (c) 2026 the perfcached authors.
+#include <algorithm>
+#include <cstring>
+
+#include "cache/table.h"
+
+namespace cache {
+
+using namespace detail;
+
+namespace {
+
+// The key of a record as a string_view into `tmp` (copied with atomics).
+// Returns false if the record does not look valid.
+bool RecordKey(const mem::Arena& a, Off rec, std::string* tmp, std::string_view* key) {
+  size_t bound = mem::CellBound(a, rec);
+  if (bound < kRecHdr) return false;
+  RecView v{a.At(rec)};
+  size_t klen = v.klen();
+  if (klen > bound - kRecHdr || v.type() > kTypeMax) return false;
+  tmp->resize(klen);
+  mem::AtomicCopyOut(tmp->data(), v.key(), klen);
+  *key = *tmp;
+  return true;
+}
+
+uint32_t MinHint(const mem::Arena& a, const Bucket& b) {
+  uint32_t used = std::min<uint32_t>(Used(TagsHi(b)), kSlots), m = 0;
+  for (uint32_t i = 0; i < used; ++i) {
+    uint32_t e = ExpireHint(RecView{a.At(SlotAt(b, static_cast<int>(i)))}.expire());
+    if (e != 0 && (m == 0 || e < m)) m = e;
+  }
+  return m;
+}
+
+void SetHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, uint32_t v) {
+  if (uint32_t* p = HintAt(a, h, idx)) mem::StoreRelaxed32(p, v);
+}
+
+void ClearBucketLocked(Bucket& b) {
+  mem::StoreRelaxed64(&b.tags_lo, 0);
+  mem::StoreRelaxed32(&b.tags_hi, 0);
+  for (int i = 0; i < kSlots; ++i) SetSlot(b, i, 0);
+}
+
+// Split bucket `split` into its partner. Admin lock held.
+bool Split(Ctx& c, TableHeader& h) {
+  const mem::Arena& a = c.arena;
+  uint64_t route = h.route.load(std::memory_order_acquire);
+  uint32_t level = static_cast<uint32_t>(route >> 32);
+  uint64_t split = route & 0xFFFFFFFFu;
+  if (level >= kMaxLevel) return false;
+  uint64_t s = split, p = split + (uint64_t{1} << level);
+  if (!EnsureSegment(c, h, static_cast<uint32_t>(p >> kSegShift))) return false;
+  Bucket* bs = BucketAt(a, h, s);
+  Bucket* bp = BucketAt(a, h, p);
+  if (!bs || !bp) return false;
+  LockBucket(c, h, s, *bs);
+  LockBucket(c, h, p, *bp);  // ascending order: s < p
+  WriteBegin(*bs);
+  WriteBegin(*bp);
+  // P is unreachable until the route is published; it may hold leftovers
+  // of an earlier merge, so start it empty.
+  ClearBucketLocked(*bp);
+  uint32_t used = std::min<uint32_t>(Used(TagsHi(*bs)), kSlots);
+  uint32_t pu = 0;
+  uint32_t moved = 0;  // bit i: slot i of S goes to P
+  std::string tmp;
+  for (uint32_t i = 0; i < used; ++i) {
+    Off rec = SlotAt(*bs, static_cast<int>(i));
+    std::string_view key;
+    if (!RecordKey(a, rec, &tmp, &key)) continue;
+    uint64_t hash = HashOf(c, key);
+    if ((hash >> level) & 1) {
+      SetSlot(*bp, static_cast<int>(pu), rec);
+      SetTag(*bp, static_cast<int>(pu), TagOf(hash));
+      ++pu;
+      moved |= 1u << i;
+    }
+  }
+  SetUsed(*bp, pu);
+  SetHint(a, h, p, MinHint(a, *bp));
+  // Publish the new route while S is still odd: a reader that sees S stable
+  // and misses is guaranteed to see the new route on its re-check. Only
+  // then drop the moved entries from S (a crash before this point leaves S
+  // intact and P unreachable; after it, repair drops S's misrouted copies).
+  uint64_t nsplit = split + 1;
+  uint64_t nroute = nsplit == (uint64_t{1} << level) ? uint64_t{level + 1} << 32
+                                                      : (uint64_t{level} << 32) | nsplit;
+  h.route.store(nroute, std::memory_order_release);
+  uint32_t keep = 0;
+  for (uint32_t i = 0; i < used; ++i) {
+    if (moved & (1u << i)) continue;
+    if (keep != i) {
+      SetSlot(*bs, static_cast<int>(keep), SlotAt(*bs, static_cast<int>(i)));
+      SetTag(*bs, static_cast<int>(keep), GetTag(*bs, static_cast<int>(i)));
+    }
+    ++keep;
+  }
+  for (uint32_t i = keep; i < used; ++i) SetSlot(*bs, static_cast<int>(i), 0);
+  SetUsed(*bs, keep);
+  SetHint(a, h, s, MinHint(a, *bs));
+  WriteEnd(*bp);
+  WriteEnd(*bs);
+  mem::Unlock(bp->lock);
+  mem::Unlock(bs->lock);
+  Count(c, h, kStatSplits);
+  return true;
+}
+
+// Undo the last split: move the partner's entries back. Admin lock held.
+// Refuses when they would not fit (overflow is never touched by a merge).
+bool Merge(Ctx& c, TableHeader& h) {
+  const mem::Arena& a = c.arena;
+  uint64_t route = h.route.load(std::memory_order_acquire);
+  uint32_t level = static_cast<uint32_t>(route >> 32);
+  uint64_t split = route & 0xFFFFFFFFu;
+  uint64_t t, p, nroute;
+  if (split > 0) {
+    t = split - 1;
+    p = t + (uint64_t{1} << level);
+    nroute = (uint64_t{level} << 32) | t;
+  } else {
+    if (level == 0) return false;
+    t = (uint64_t{1} << (level - 1)) - 1;
+    p = t + (uint64_t{1} << (level - 1));
+    nroute = (uint64_t{level - 1} << 32) | t;
+  }
+  Bucket* bt = BucketAt(a, h, t);
+  Bucket* bp = BucketAt(a, h, p);
+  if (!bt || !bp) return false;
+  LockBucket(c, h, t, *bt);
+  LockBucket(c, h, p, *bp);
+  uint32_t ut = Used(TagsHi(*bt)), up = Used(TagsHi(*bp));
+  if (ut + up > kSlots) {
+    mem::Unlock(bp->lock);
+    mem::Unlock(bt->lock);
+    return false;
+  }
+  WriteBegin(*bt);
+  WriteBegin(*bp);
+  for (uint32_t i = 0; i < up; ++i) {
+    SetSlot(*bt, static_cast<int>(ut + i), SlotAt(*bp, static_cast<int>(i)));
+    SetTag(*bt, static_cast<int>(ut + i), GetTag(*bp, static_cast<int>(i)));
+  }
+  SetUsed(*bt, ut + up);
+  h.route.store(nroute, std::memory_order_release);
+  ClearBucketLocked(*bp);
+  SetHint(a, h, t, MinHint(a, *bt));
+  SetHint(a, h, p, 0);
+  WriteEnd(*bp);
+  WriteEnd(*bt);
+  mem::Unlock(bp->lock);
+  mem::Unlock(bt->lock);
+  Count(c, h, kStatMerges);
+  return true;
+}
+
+}  // namespace
+
+uint32_t GrowStep(Ctx& c, const TableRef& t, uint32_t budget) {
+  TableHeader& h = *t.h;
+  if (h.state.load() != kTableLive || h.gen.load() != t.gen) return 0;
+  (void)mem::Lock(h.admin, c.tid);  // a dead splitter left only bucket damage: repaired there
+  uint32_t done = 0;
+  uint64_t entries = CollectionEntries(c, t);
+  uint64_t lf = h.load_x100 ? h.load_x100 : 400;
+  uint64_t minb = __atomic_load_n(&h.min_buckets, __ATOMIC_RELAXED);
+  while (done < budget && h.gen.load() == t.gen) {
+    uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
+    if (nb < minb || entries * 100 > lf * nb) {
+      if (!Split(c, h)) break;
+    } else if (nb > minb && entries * 100 * 2 < lf * nb) {  // hysteresis: lf/2
+      if (!Merge(c, h)) break;
+    } else {
+      break;
+    }
+    ++done;
+  }
+  mem::Unlock(h.admin);
+  return done;
+}
+
+uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
+                      const std::function<void(std::string_view key)>& on_expired) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  if (h.state.load() != kTableLive || h.gen.load() != t.gen) return 0;
+  int64_t now = NowMs(c);
+  uint32_t now_s = static_cast<uint32_t>(now / 1000);
+  uint32_t removed = 0, visited = 0;
+  std::vector<std::string> keys;
+  std::string tmp;
+  uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
+  for (uint64_t idx = 0; idx < nb && visited < budget; ++idx) {
+    uint32_t* hint = HintAt(a, h, idx);
+    if (!hint) continue;
+    uint32_t hv = mem::LoadRelaxed32(hint);
+    if (hv == 0 || hv > now_s) continue;  // not due: no lock, no bucket touch
+    Bucket* b = BucketAt(a, h, idx);
+    if (!b) continue;
+    ++visited;
+    LockBucket(c, h, idx, *b);
+    uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots), keep = 0;
+    bool any = false;
+    for (uint32_t i = 0; i < used && !any; ++i) {
+      int64_t e = RecView{a.At(SlotAt(*b, static_cast<int>(i)))}.expire();
+      any = e != 0 && e <= now;
+    }
+    if (any) {
+      // Compact inside one version bracket.
+      WriteBegin(*b);
+      for (uint32_t i = 0; i < used; ++i) {
+        Off rec = SlotAt(*b, static_cast<int>(i));
+        int64_t e = RecView{a.At(rec)}.expire();
+        if (e != 0 && e <= now) {
+          c.dead.push_back(rec);
+          continue;
+        }
+        if (keep != i) {
+          SetSlot(*b, static_cast<int>(keep), rec);
+          SetTag(*b, static_cast<int>(keep), GetTag(*b, static_cast<int>(i)));
+        }
+        ++keep;
+      }
+      for (uint32_t i = keep; i < used; ++i) SetSlot(*b, static_cast<int>(i), 0);
+      SetUsed(*b, keep);
+      WriteEnd(*b);
+    }
+    SetHint(a, h, idx, MinHint(a, *b));
+    mem::Unlock(b->lock);
+    // After unlock: report, then free (the cells are still ours to read).
+    for (Off rec : c.dead) {
+      std::string_view key;
+      if (on_expired && RecordKey(a, rec, &tmp, &key)) on_expired(key);
+      c.alloc.Free(rec);
+    }
+    removed += static_cast<uint32_t>(c.dead.size());
+    c.dead.clear();
+  }
+  // The overflow table is small: scan it whole, under its lock.
+  if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+    std::vector<Off> nodes;
+    LockOverflow(c, h);
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+    for (uint32_t i = 0; i < kOvfHeads; ++i) {
+      Off* link = &heads[i];
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadRelaxed32(link); node != 0 && guard-- > 0;
+           node = mem::LoadRelaxed32(link)) {
+        Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+        int64_t e = RecView{a.At(rec)}.expire();
+        if (e != 0 && e <= now) {
+          mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+          h.ovf.count.fetch_sub(1, std::memory_order_relaxed);
+          c.dead.push_back(rec);
+          nodes.push_back(node);
+        } else {
+          link = reinterpret_cast<Off*>(a.At(node) + kNodeNext);
+        }
+      }
+    }
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    mem::Unlock(h.ovf.lock);
+    for (Off rec : c.dead) {
+      std::string_view key;
+      if (on_expired && RecordKey(a, rec, &tmp, &key)) on_expired(key);
+      c.alloc.Free(rec);
+    }
+    for (Off n : nodes) c.alloc.Free(n);
+    removed += static_cast<uint32_t>(c.dead.size());
+    c.dead.clear();
+  }
+  if (removed) {
+    Count(c, h, kStatExpired, removed);
+    Count(c, h, kStatDestroyed, removed);
+  }
+  return removed;
+}
+
+namespace detail {
+
+// The holder died inside this bucket's lock. Keep exactly the slots below
+// `used` that point at a valid record which routes here (dropping a
+// half-linked slot, the misrouted copies of an interrupted split or merge,
+// and duplicates of an interrupted removal), rebuild tags, used and the
+// hint, and leave the version even. Nothing is freed: a cell dropped here
+// may still be referenced elsewhere; leaking it is the safe side.
+void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
+  const mem::Arena& a = c.arena;
+  uint64_t route = h.route.load(std::memory_order_acquire);
+  uint32_t seq = b.seq.load(std::memory_order_relaxed);
+  if (!(seq & 1)) WriteBegin(b);
+  uint32_t used = std::min<uint32_t>(Used(TagsHi(b)), kSlots);
+  Off keep[kSlots];
+  uint8_t tags[kSlots];
+  uint32_t n = 0;
+  std::string tmp;
+  for (uint32_t i = 0; i < used; ++i) {
+    Off rec = SlotAt(b, static_cast<int>(i));
+    std::string_view key;
+    if (rec == 0 || !RecordKey(a, rec, &tmp, &key)) continue;
+    uint64_t hash = HashOf(c, key);
+    if (RouteIdx(route, hash) != idx) continue;
+    if (std::find(keep, keep + n, rec) != keep + n) continue;
+    keep[n] = rec;
+    tags[n] = TagOf(hash);
+    ++n;
+  }
+  ClearBucketLocked(b);
+  for (uint32_t i = 0; i < n; ++i) {
+    SetSlot(b, static_cast<int>(i), keep[i]);
+    SetTag(b, static_cast<int>(i), tags[i]);
+  }
+  SetUsed(b, n);
+  SetHint(a, h, idx, MinHint(a, b));
+  WriteEnd(b);  // odd -> even
+}
+
+// Overflow chains are linked with single stores, so a dead holder cannot
+// leave a broken chain; recount, truncate anything invalid, make seq even.
+void RepairOverflowLocked(Ctx& c, TableHeader& h) {
+  const mem::Arena& a = c.arena;
+  Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < kOvfHeads; ++i) {
+    Off* link = &heads[i];
+    uint32_t guard = 1u << 16;
+    for (Off node = mem::LoadRelaxed32(link); node != 0; node = mem::LoadRelaxed32(link)) {
+      if (guard-- == 0 || mem::CellBound(a, node) < kNodeBytes) {
+        mem::StoreRelaxed32(link, 0);
+        break;
+      }
+      ++count;
+      link = reinterpret_cast<Off*>(a.At(node) + kNodeNext);
+    }
+  }
+  h.ovf.count.store(count);
+  if (h.ovf.seq.load() & 1) h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+}
+
+}  // namespace detail
+
+namespace {
+
+bool HeldByDead(const mem::ShmLock& l, uint32_t* holder) {
+  *holder = mem::LockHolder(l);
+  return *holder != 0 && mem::TidIsDead(*holder);
+}
+
+}  // namespace
+
+uint32_t RepairDead(Ctx& c) {
+  mem::Arena& a = c.arena;
+  uint32_t fixed = 0, holder;
+  auto release = [&](mem::ShmLock& l) {
+    if (HeldByDead(l, &holder) && mem::TakeFromDead(l, holder, c.tid)) {
+      mem::Unlock(l);
+      ++fixed;
+    }
+  };
+  release(a.hdr()->group_lock);
+  for (int cls = 0; cls < mem::kNumClasses; ++cls) release(mem::PoolAt(a, cls)->lock);
+  release(c.catalog->lock);
+  for (uint32_t s = 0; s < a.hdr()->max_procs; ++s) {
+    if (mem::AdoptDeadSlot(a, s)) ++fixed;
+  }
+  for (uint32_t ti = 0; ti < kMaxCollections; ++ti) {
+    TableHeader& h = c.catalog->tables[ti];
+    if (h.state.load() == kTableFree) continue;
+    release(h.admin);
+    uint64_t span = uint64_t{h.nsegs} << kSegShift;
+    for (uint64_t idx = 0; idx < span; ++idx) {
+      Bucket* b = BucketAt(a, h, idx);
+      if (!b) continue;
+      if (HeldByDead(b->lock, &holder) && mem::TakeFromDead(b->lock, holder, c.tid)) {
+        RepairBucketLocked(c, h, idx, *b);
+        mem::Unlock(b->lock);
+        ++fixed;
+      }
+    }
+    if (HeldByDead(h.ovf.lock, &holder) && mem::TakeFromDead(h.ovf.lock, holder, c.tid)) {
+      RepairOverflowLocked(c, h);
+      mem::Unlock(h.ovf.lock);
+      ++fixed;
+    }
+  }
+  return fixed;
+}
+
+}  // namespace cache

@@ -1,0 +1,619 @@
+// perfcached — key operations: lock-free reads, locked writes, counters, TTL.
+// Copyright (c) 2026 the perfcached authors.
+#include <charconv>
+#include <cstring>
+
+#include "cache/hash.h"
+#include "cache/table.h"
+
+namespace cache {
+
+using namespace detail;
+
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+inline bool Expired(int64_t expire_ms, int64_t now) { return expire_ms != 0 && expire_ms <= now; }
+
+// Copy a record's metadata (and value when buf is given) out. Every length
+// is clamped against the cell bound by subtraction (no wrap on torn values).
+// The caller validates the copy with the seqlock before trusting it.
+Status CopyRecord(const mem::Arena& a, Off rec, size_t klen, std::span<char> buf, bool want,
+                  ReadInfo* ri) {
+  size_t bound = mem::CellBound(a, rec);
+  RecView v{a.At(rec)};
+  uint8_t type = v.type();
+  size_t voff = ValueOffset(type, klen);
+  size_t vlen = v.vlen();
+  if (voff > bound) {
+    vlen = 0;
+  } else if (vlen > bound - voff) {
+    vlen = bound - voff;
+  }
+  ri->type = type;
+  ri->vlen = static_cast<uint32_t>(vlen);
+  ri->expire_ms = v.expire();
+  ri->version = v.version();
+  if (!want) return Status::kOk;
+  if (vlen > buf.size()) return Status::kBufferTooSmall;
+  mem::AtomicCopyOut(buf.data(), v.value(type, klen), vlen);
+  return Status::kOk;
+}
+
+bool KeyEquals(const mem::Arena& a, Off rec, std::string_view key) {
+  size_t bound = mem::CellBound(a, rec);
+  if (bound < kRecHdr || key.size() > bound - kRecHdr) return false;
+  RecView v{a.At(rec)};
+  if (v.klen() != key.size()) return false;
+  return mem::AtomicEqual(v.key(), key);
+}
+
+// Overflow chain search: node and the link that points at it.
+Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::string_view key,
+            Off** link_out) {
+  Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+  Off* link = &heads[hash & (kOvfHeads - 1)];
+  uint32_t guard = 1u << 16;
+  for (Off node = mem::LoadRelaxed32(link); node != 0 && guard-- > 0;) {
+    if (mem::CellBound(a, node) < kNodeBytes) return 0;
+    char* p = a.At(node);
+    if (mem::LoadRelaxed32(p + kNodeHash) == static_cast<uint32_t>(hash >> 32) &&
+        KeyEquals(a, mem::LoadRelaxed32(p + kNodeRec), key)) {
+      if (link_out) *link_out = link;
+      return node;
+    }
+    link = reinterpret_cast<Off*>(p + kNodeNext);
+    node = mem::LoadRelaxed32(link);
+  }
+  return 0;
+}
+
+Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std::span<char> buf,
+               bool want, ReadInfo* ri) {
+  const mem::Arena& a = c.arena;
+  for (int tries = 0; tries < kReadRetries; ++tries) {
+    uint32_t s1 = h.ovf.seq.load(std::memory_order_acquire);
+    if (s1 & 1) {
+      CpuRelax();
+      continue;
+    }
+    Off node = OvfFind(a, h, hash, key, nullptr);
+    Status st = Status::kNotFound;
+    if (node != 0) {
+      st = CopyRecord(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), key.size(), buf, want, ri);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (h.ovf.seq.load(std::memory_order_relaxed) == s1) return st;
+  }
+  LockOverflow(c, h);
+  Off node = OvfFind(a, h, hash, key, nullptr);
+  Status st = Status::kNotFound;
+  if (node != 0) {
+    st = CopyRecord(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), key.size(), buf, want, ri);
+  }
+  mem::Unlock(h.ovf.lock);
+  return st;
+}
+
+// Lock the bucket that `hash` routes to, re-routing if a split/merge moved
+// it meanwhile. Returns nullptr if the table has no such bucket (stale).
+Bucket* LockRouted(Ctx& c, TableHeader& h, uint64_t hash, uint64_t* idx_out) {
+  for (;;) {
+    uint64_t route = h.route.load(std::memory_order_acquire);
+    uint64_t idx = RouteIdx(route, hash);
+    Bucket* b = BucketAt(c.arena, h, idx);
+    if (!b) return nullptr;
+    LockBucket(c, h, idx, *b);
+    if (h.route.load(std::memory_order_acquire) == route) {
+      *idx_out = idx;
+      return b;
+    }
+    mem::Unlock(b->lock);
+  }
+}
+
+inline bool Live(const TableHeader& h, const TableRef& t) {
+  return h.gen.load(std::memory_order_acquire) == t.gen &&
+         h.state.load(std::memory_order_relaxed) == kTableLive;
+}
+
+// The read path shared by Get and Probe.
+Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf, bool want,
+            ReadInfo* info) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  uint64_t hash = HashOf(c, key);
+  uint8_t tag = TagOf(hash);
+  int64_t now = NowMs(c);
+  Count(c, h, kStatReads);
+  ReadInfo ri;
+  for (int tries = 0;; ++tries) {
+    uint64_t route = h.route.load(std::memory_order_acquire);
+    uint64_t idx = RouteIdx(route, hash);
+    Bucket* b = BucketAt(a, h, idx);
+    if (!b) return Live(h, t) ? Status::kNotFound : Status::kStale;
+    Status st = Status::kNotFound;
+    Off rec = 0;
+    if (tries < kReadRetries) {
+      uint32_t s1 = b->seq.load(std::memory_order_acquire);
+      if (s1 & 1) {
+        CpuRelax();
+        continue;
+      }
+      int i = FindInBucket(a, *b, tag, key, &rec);
+      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (b->seq.load(std::memory_order_relaxed) != s1) {
+        Count(c, h, kStatSeqRetries);
+        continue;
+      }
+      if (i < 0 && h.route.load(std::memory_order_acquire) != route) continue;
+    } else {
+      // Fallback after kReadRetries torn attempts: read under the lock.
+      Count(c, h, kStatLockFallbacks);
+      uint64_t lidx;
+      Bucket* lb = LockRouted(c, h, hash, &lidx);
+      if (!lb) return Status::kStale;
+      int i = FindInBucket(a, *lb, tag, key, &rec);
+      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri);
+      mem::Unlock(lb->lock);
+    }
+    if (rec == 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
+      st = OvfRead(c, h, hash, key, buf, want, &ri);
+      if (st != Status::kNotFound) rec = 1;
+    }
+    if (!Live(h, t)) return Status::kStale;
+    if (rec == 0 || Expired(ri.expire_ms, now)) {
+      Count(c, h, kStatMisses);
+      return Status::kNotFound;
+    }
+    if (info) *info = ri;
+    if (st == Status::kOk) Count(c, h, kStatHits);
+    return st;
+  }
+}
+
+// Build a record in a fresh cell (before any lock is taken).
+Status BuildRecord(Ctx& c, uint8_t type, std::string_view key, std::string_view value,
+                   int64_t expire_ms, Off* out) {
+  if (key.size() > kMaxKey) return Status::kTooBig;
+  if (value.size() > c.arena.hdr()->max_value) return Status::kTooBig;
+  Off rec;
+  if (Status s = c.alloc.Alloc(RecordBytes(type, key.size(), value.size()), &rec);
+      s != Status::kOk) {
+    return s;
+  }
+  char* p = c.arena.At(rec);
+  mem::StoreRelaxed8(p + kOffType, type);
+  mem::StoreRelaxed16(p + kOffKlen, static_cast<uint16_t>(key.size()));
+  mem::StoreRelaxed32(p + kOffVlen, static_cast<uint32_t>(value.size()));
+  mem::StoreRelaxed64(p + kOffExpire, static_cast<uint64_t>(expire_ms));
+  mem::StoreRelaxed32(p + kOffVersion, 0);
+  mem::AtomicCopyIn(p + kRecHdr, key.data(), key.size());
+  mem::AtomicCopyIn(p + ValueOffset(type, key.size()), value.data(), value.size());
+  *out = rec;
+  return Status::kOk;
+}
+
+bool SameValue(const mem::Arena& a, Off old, Off fresh, size_t klen) {
+  RecView o{a.At(old)}, n{a.At(fresh)};
+  if (o.type() != n.type() || o.vlen() != n.vlen()) return false;
+  uint32_t vlen = n.vlen();
+  if (vlen > 4096) return false;  // not worth a compare under the lock
+  const char* nv = n.value(n.type(), klen);
+  return mem::AtomicEqual(o.value(o.type(), klen), std::string_view(nv, vlen));
+}
+
+void FormatValue(const mem::Arena& a, Off rec, size_t klen, std::string* out) {
+  RecView v{a.At(rec)};
+  if (v.type() == kTypeInt) {
+    int64_t n = static_cast<int64_t>(mem::LoadRelaxed64(v.value(kTypeInt, klen)));
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, n);
+    out->assign(buf, r.ptr);
+    return;
+  }
+  out->resize(v.vlen());
+  mem::AtomicCopyOut(out->data(), v.value(v.type(), klen), v.vlen());
+}
+
+}  // namespace
+
+namespace detail {
+
+int FindInBucket(const mem::Arena& a, const Bucket& b, uint8_t tag, std::string_view key,
+                 Off* rec) {
+  uint32_t m = TagMatch(TagsLo(b), TagsHi(b), tag);
+  while (m) {
+    int i = __builtin_ctz(m);
+    Off off = SlotAt(b, i);
+    if (off != 0 && KeyEquals(a, off, key)) {
+      *rec = off;
+      return i;
+    }
+    m &= m - 1;
+  }
+  return -1;
+}
+
+void LowerHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, int64_t expire_ms) {
+  uint32_t e = ExpireHint(expire_ms);
+  if (e == 0) return;
+  uint32_t* hint = HintAt(a, h, idx);
+  if (!hint) return;
+  uint32_t cur = mem::LoadRelaxed32(hint);
+  if (cur == 0 || e < cur) mem::StoreRelaxed32(hint, e);
+}
+
+void LockBucket(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
+  if (mem::Lock(b.lock, c.tid) == mem::LockResult::kTookFromDead) RepairBucketLocked(c, h, idx, b);
+}
+
+void LockOverflow(Ctx& c, TableHeader& h) {
+  if (mem::Lock(h.ovf.lock, c.tid) == mem::LockResult::kTookFromDead) RepairOverflowLocked(c, h);
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  if (s.size() == 1 && s[0] == '0') {
+    *out = 0;
+    return true;
+  }
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size() || s[i] < '1' || s[i] > '9') return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace detail
+
+Status Get(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf, ReadInfo* info) {
+  return Read(c, t, key, buf, true, info);
+}
+
+Status Probe(Ctx& c, const TableRef& t, std::string_view key, ReadInfo* info) {
+  return Read(c, t, key, {}, false, info);
+}
+
+Status GetString(Ctx& c, const TableRef& t, std::string_view key, std::string* out,
+                 ReadInfo* info) {
+  ReadInfo ri;
+  if (out->size() < 256) out->resize(256);
+  for (int i = 0; i < 16; ++i) {
+    Status s = Get(c, t, key, std::span<char>(out->data(), out->size()), &ri);
+    if (s == Status::kBufferTooSmall) {
+      out->resize(ri.vlen);
+      continue;
+    }
+    if (s != Status::kOk) return s;
+    if (ri.type == kTypeInt && ri.vlen == 8) {
+      int64_t n;
+      std::memcpy(&n, out->data(), 8);
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof buf, n);
+      out->assign(buf, r.ptr);
+    } else {
+      out->resize(ri.vlen);
+    }
+    if (info) *info = ri;
+    return Status::kOk;
+  }
+  return Status::kBusy;
+}
+
+Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view value,
+           const StoreOpts& o) {
+  TableHeader& h = *t.h;
+  if (!Live(h, t)) return Status::kStale;
+  const mem::Arena& a = c.arena;
+  Off nrec;
+  if (Status s = BuildRecord(c, o.type, key, value, o.expire_ms, &nrec); s != Status::kOk) {
+    if (s == Status::kNoMem) Count(c, h, kStatNoMem);
+    return s;
+  }
+  uint64_t hash = HashOf(c, key);
+  uint8_t tag = TagOf(hash);
+  int64_t now = NowMs(c);
+  Off node = 0;  // overflow node, allocated outside the locks when needed
+  for (;;) {
+    uint64_t idx;
+    Bucket* b = LockRouted(c, h, hash, &idx);
+    if (!b || !Live(h, t)) {
+      if (b) mem::Unlock(b->lock);
+      c.alloc.Free(nrec);
+      c.alloc.Free(node);
+      return Status::kStale;
+    }
+    Off old = 0, onode = 0;
+    Off* olink = nullptr;
+    int i = FindInBucket(a, *b, tag, key, &old);
+    bool ovf_locked = false;
+    if (i < 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
+      LockOverflow(c, h);
+      ovf_locked = true;
+      onode = OvfFind(a, h, hash, key, &olink);
+      if (onode) old = mem::LoadRelaxed32(a.At(onode) + kNodeRec);
+    }
+    RecView ov{old ? a.At(old) : nullptr};
+    bool live_old = old != 0 && !Expired(ov.expire(), now);
+    Status st = Status::kOk;
+    if (o.cond == Cond::kNx && live_old) st = Status::kExists;
+    if (o.cond == Cond::kXx && !live_old) st = Status::kNotExists;
+    if (o.check_version && (live_old ? ov.version() : 0) != o.expect_version) st = Status::kVersion;
+    if (o.if_newer && live_old && !VersionNewer(o.version, ov.version())) st = Status::kVersion;
+    bool full = i < 0 && onode == 0 && Used(TagsHi(*b)) >= kSlots;
+    if (st == Status::kOk && full && node == 0) {
+      // Bucket full: drop the locks, allocate an overflow node, retry.
+      if (ovf_locked) mem::Unlock(h.ovf.lock);
+      mem::Unlock(b->lock);
+      if (Status s = c.alloc.Alloc(kNodeBytes, &node); s != Status::kOk) {
+        c.alloc.Free(nrec);
+        Count(c, h, kStatNoMem);
+        return s;
+      }
+      continue;
+    }
+    if (st != Status::kOk) {
+      if (ovf_locked) mem::Unlock(h.ovf.lock);
+      mem::Unlock(b->lock);
+      c.alloc.Free(nrec);
+      c.alloc.Free(node);
+      return st;
+    }
+    RecView nv{a.At(nrec)};
+    if (o.had_old) *o.had_old = live_old;
+    if (live_old && !o.if_newer && SameValue(a, old, nrec, key.size())) {
+      // Versionless TTL bump: same bytes, only the expiry may change. One
+      // atomic store; readers of the bucket are not disturbed.
+      if (!o.keep_ttl) {
+        ov.set_expire(o.expire_ms);
+        LowerHint(a, h, idx, o.expire_ms);
+      }
+      if (ovf_locked) mem::Unlock(h.ovf.lock);
+      mem::Unlock(b->lock);
+      if (o.old_value) FormatValue(a, old, key.size(), o.old_value);
+      c.alloc.Free(nrec);
+      c.alloc.Free(node);
+      Count(c, h, kStatStores);
+      return Status::kOk;
+    }
+    if (o.keep_ttl && live_old) nv.set_expire(ov.expire());
+    uint32_t ver = o.if_newer ? o.version : (old ? ov.version() + 1 : 1);
+    if (ver == 0) ver = 1;
+    nv.set_version(ver);
+    if (i >= 0) {
+      WriteBegin(*b);
+      SetSlot(*b, i, nrec);
+      WriteEnd(*b);
+    } else if (onode != 0) {
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      mem::StoreRelaxed32(a.At(onode) + kNodeRec, nrec);
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    } else if (!full) {
+      uint32_t used = Used(TagsHi(*b));
+      WriteBegin(*b);
+      SetSlot(*b, static_cast<int>(used), nrec);  // slot, tag, then used:
+      SetTag(*b, static_cast<int>(used), tag);    // a crash before `used`
+      SetUsed(*b, used + 1);                      // leaves no half slot
+      WriteEnd(*b);
+    } else {
+      if (!ovf_locked) {
+        LockOverflow(c, h);
+        ovf_locked = true;
+      }
+      Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+      Off* head = &heads[hash & (kOvfHeads - 1)];
+      char* np = a.At(node);
+      mem::StoreRelaxed32(np + kNodeRec, nrec);
+      mem::StoreRelaxed32(np + kNodeHash, static_cast<uint32_t>(hash >> 32));
+      mem::StoreRelaxed32(np + kNodeNext, mem::LoadRelaxed32(head));
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      mem::StoreRelaxed32(head, node);  // linked by one store: crash-consistent
+      h.ovf.count.fetch_add(1, std::memory_order_release);
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      node = 0;
+      Count(c, h, kStatOvfInserts);
+    }
+    LowerHint(a, h, idx, nv.expire());
+    if (ovf_locked) mem::Unlock(h.ovf.lock);
+    mem::Unlock(b->lock);
+    // After the locks: copy the old value out if asked, then free it.
+    if (old != 0) {
+      if (o.old_value && live_old) FormatValue(a, old, key.size(), o.old_value);
+      if (!live_old) Count(c, h, kStatExpired);
+      c.alloc.Free(old);
+    } else {
+      Count(c, h, kStatCreated);
+    }
+    c.alloc.Free(node);
+    Count(c, h, kStatStores);
+    return Status::kOk;
+  }
+}
+
+Status Del(Ctx& c, const TableRef& t, std::string_view key) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  uint64_t hash = HashOf(c, key);
+  uint64_t idx;
+  Bucket* b = LockRouted(c, h, hash, &idx);
+  if (!b) return Status::kStale;
+  if (!Live(h, t)) {
+    mem::Unlock(b->lock);
+    return Status::kStale;
+  }
+  Off rec = 0, node = 0;
+  int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
+  if (i >= 0) {
+    int last = static_cast<int>(Used(TagsHi(*b))) - 1;
+    WriteBegin(*b);
+    if (i != last) {
+      SetSlot(*b, i, SlotAt(*b, last));
+      SetTag(*b, i, GetTag(*b, last));
+    }
+    SetUsed(*b, static_cast<uint32_t>(last));
+    SetSlot(*b, last, 0);
+    WriteEnd(*b);
+  } else if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+    LockOverflow(c, h);
+    Off* link = nullptr;
+    node = OvfFind(a, h, hash, key, &link);
+    if (node != 0) {
+      rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+      h.ovf.count.fetch_sub(1, std::memory_order_release);
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    }
+    mem::Unlock(h.ovf.lock);
+  }
+  mem::Unlock(b->lock);
+  if (rec == 0) return Status::kNotFound;
+  bool expired = Expired(RecView{a.At(rec)}.expire(), NowMs(c));
+  c.alloc.Free(rec);
+  c.alloc.Free(node);
+  Count(c, h, kStatDestroyed);
+  Count(c, h, expired ? kStatExpired : kStatRemoves);
+  return expired ? Status::kNotFound : Status::kOk;
+}
+
+Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, int64_t* result) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  char buf[32];
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    ReadInfo ri;
+    Status st = Get(c, t, key, std::span<char>(buf, sizeof buf), &ri);
+    if (st == Status::kStale) return st;
+    if (st == Status::kNotFound) {
+      char v[8];
+      std::memcpy(v, &delta, 8);
+      StoreOpts o;
+      o.type = kTypeInt;
+      o.cond = Cond::kNx;
+      st = Set(c, t, key, std::string_view(v, 8), o);
+      if (st == Status::kExists) continue;
+      if (st == Status::kOk) *result = delta;
+      return st;
+    }
+    if (st == Status::kBufferTooSmall) return Status::kNotInteger;
+    if (st != Status::kOk) return st;
+    if (ri.type == kTypeInt) {
+      // Native counter: add under the bucket lock, no parse/format inside.
+      uint64_t hash = HashOf(c, key);
+      uint64_t idx;
+      Bucket* b = LockRouted(c, h, hash, &idx);
+      if (!b) return Status::kStale;
+      Off rec = 0;
+      bool ovf_locked = false;
+      int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
+      if (i < 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
+        LockOverflow(c, h);
+        ovf_locked = true;
+        Off node = OvfFind(a, h, hash, key, nullptr);
+        if (node) rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      }
+      RecView v{rec ? a.At(rec) : nullptr};
+      Status out = Status::kOk;
+      if (rec == 0 || v.type() != kTypeInt || Expired(v.expire(), NowMs(c)) || !Live(h, t)) {
+        out = Status::kBusy;  // changed under us: retry from the top
+      } else {
+        char* vp = v.value(kTypeInt, key.size());
+        int64_t cur = static_cast<int64_t>(mem::LoadRelaxed64(vp)), n;
+        if (__builtin_add_overflow(cur, delta, &n)) {
+          out = Status::kOverflow;
+        } else {
+          // The bracket: a reader never sees the counter and its version torn.
+          std::atomic<uint32_t>& seq = ovf_locked ? h.ovf.seq : b->seq;
+          seq.fetch_add(1, std::memory_order_acq_rel);
+          mem::StoreRelaxed64(vp, static_cast<uint64_t>(n));
+          v.set_version(v.version() + 1);
+          seq.fetch_add(1, std::memory_order_acq_rel);
+          *result = n;
+        }
+      }
+      if (ovf_locked) mem::Unlock(h.ovf.lock);
+      mem::Unlock(b->lock);
+      if (out == Status::kBusy) continue;
+      if (out == Status::kOk) Count(c, h, kStatStores);
+      return out;
+    }
+    if (ri.type != kTypeString) return Status::kWrongType;
+    int64_t cur, n;
+    if (!ParseInt64(std::string_view(buf, ri.vlen), &cur)) return Status::kNotInteger;
+    if (__builtin_add_overflow(cur, delta, &n)) return Status::kOverflow;
+    char v[8];
+    std::memcpy(v, &n, 8);
+    StoreOpts o;
+    o.type = kTypeInt;
+    o.keep_ttl = true;
+    o.check_version = true;
+    o.expect_version = ri.version;
+    st = Set(c, t, key, std::string_view(v, 8), o);
+    if (st == Status::kVersion) continue;
+    if (st == Status::kOk) *result = n;
+    return st;
+  }
+  return Status::kBusy;
+}
+
+Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire_ms,
+                 ExpireCond cond, bool* changed) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  *changed = false;
+  int64_t now = NowMs(c);
+  uint64_t hash = HashOf(c, key);
+  uint64_t idx;
+  Bucket* b = LockRouted(c, h, hash, &idx);
+  if (!b) return Status::kStale;
+  Off rec = 0;
+  bool ovf_locked = false;
+  int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
+  if (i < 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
+    LockOverflow(c, h);
+    ovf_locked = true;
+    Off node = OvfFind(a, h, hash, key, nullptr);
+    if (node) rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+  }
+  RecView v{rec ? a.At(rec) : nullptr};
+  Status st = Status::kOk;
+  bool remove = false;
+  if (!Live(h, t)) {
+    st = Status::kStale;
+  } else if (rec == 0 || Expired(v.expire(), now)) {
+    st = Status::kNotFound;
+  } else {
+    int64_t cur = v.expire();
+    bool ok = true;
+    switch (cond) {
+      case ExpireCond::kAlways: ok = !(expire_ms == 0 && cur == 0); break;
+      case ExpireCond::kNx: ok = cur == 0; break;
+      case ExpireCond::kXx: ok = cur != 0; break;
+      case ExpireCond::kGt: ok = cur != 0 && expire_ms > cur; break;
+      case ExpireCond::kLt: ok = cur == 0 || expire_ms < cur; break;
+    }
+    if (ok && expire_ms != 0 && expire_ms <= now) {
+      remove = true;  // an expiry in the past deletes, as in Redis
+    } else if (ok) {
+      v.set_expire(expire_ms);
+      v.set_version(v.version() + 1);
+      LowerHint(a, h, idx, expire_ms);
+    }
+    *changed = ok;
+  }
+  if (ovf_locked) mem::Unlock(h.ovf.lock);
+  mem::Unlock(b->lock);
+  if (remove) {
+    Status d = Del(c, t, key);
+    (void)d;
+  }
+  return st;
+}
+
+}  // namespace cache

@@ -1,0 +1,176 @@
+// perfcached — SCAN over a growing/shrinking linear-hash table.
+// Copyright (c) 2026 the perfcached authors.
+//
+// HOW IT WORKS. The cursor names a *hash residue*, not a bucket: it encodes
+// (r, L0) where L0 is the table level when the scan started and r runs over
+// 0 .. 2^L0-1. Visiting r returns every key whose hash is r mod 2^L0:
+//   - table level L >= L0: those keys live exactly in the buckets
+//     x = r, r + 2^L0, r + 2*2^L0, ... below nbuckets (a bucket's keys all
+//     share its index's low L bits);
+//   - L < L0 (the table shrank): they all share their low L+1 bits and so
+//     route to one bucket, Route(r); other keys there are filtered out.
+// Overflow entries are found through the overflow heads that residue maps
+// to (heads are indexed by the low 10 hash bits). A visit reads its buckets
+// lock-free and is repeated if the routing word changed meanwhile, so no
+// split or merge can move a key across the visit unseen.
+// GUARANTEE (Redis SCAN): a key present for the whole scan is returned at
+// least once; a key may be returned twice only if a visit was retried
+// (never within one successful visit). The cursor stays valid across any
+// number of splits and merges.
+// LIMITS: a residue may cover many buckets when the table grew a lot since
+// the scan started (2^(L-L0) buckets per residue).
+#include <algorithm>
+
+#include "cache/glob.h"
+#include "cache/table.h"
+
+namespace cache {
+
+using namespace detail;
+
+namespace {
+
+struct Item {
+  std::string key;
+  std::string value;
+  ReadInfo info;
+};
+
+// Copy out key, meta and (optionally) value of one record. Lengths clamped.
+bool CopyItem(const mem::Arena& a, Off rec, bool values, Item* it) {
+  size_t bound = mem::CellBound(a, rec);
+  if (bound < kRecHdr) return false;
+  RecView v{a.At(rec)};
+  size_t klen = v.klen();
+  if (klen > bound - kRecHdr) return false;
+  uint8_t type = v.type();
+  size_t voff = ValueOffset(type, klen);
+  size_t vlen = v.vlen();
+  vlen = voff > bound ? 0 : std::min(vlen, bound - voff);
+  it->key.resize(klen);
+  mem::AtomicCopyOut(it->key.data(), v.key(), klen);
+  it->info = ReadInfo{type, static_cast<uint32_t>(vlen), v.expire(), v.version()};
+  if (values) {
+    it->value.resize(vlen);
+    mem::AtomicCopyOut(it->value.data(), v.value(type, klen), vlen);
+  }
+  return true;
+}
+
+void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values,
+                    std::vector<Item>* out) {
+  const mem::Arena& a = c.arena;
+  Bucket* b = BucketAt(a, h, idx);
+  if (!b) return;
+  size_t base = out->size();
+  for (int tries = 0; tries < kReadRetries; ++tries) {
+    out->resize(base);
+    uint32_t s1 = b->seq.load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+    for (uint32_t i = 0; i < used; ++i) {
+      Item it;
+      if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, &it)) out->push_back(std::move(it));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (b->seq.load(std::memory_order_relaxed) == s1) return;
+  }
+  out->resize(base);
+  LockBucket(c, h, idx, *b);
+  uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+  for (uint32_t i = 0; i < used; ++i) {
+    Item it;
+    if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, &it)) out->push_back(std::move(it));
+  }
+  mem::Unlock(b->lock);
+}
+
+void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool values,
+                      std::vector<Item>* out) {
+  const mem::Arena& a = c.arena;
+  uint32_t bits = std::min<uint32_t>(l0, 10);
+  uint64_t step = uint64_t{1} << bits;
+  Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+  size_t base = out->size();
+  for (int tries = 0;; ++tries) {
+    bool locked = tries >= kReadRetries;
+    if (locked) LockOverflow(c, h);
+    out->resize(base);
+    uint32_t s1 = h.ovf.seq.load(std::memory_order_acquire);
+    if ((s1 & 1) && !locked) continue;
+    for (uint64_t j = r & (step - 1); j < kOvfHeads; j += step) {
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0 && guard-- > 0;) {
+        if (mem::CellBound(a, node) < kNodeBytes) break;
+        Item it;
+        if (CopyItem(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), values, &it)) {
+          out->push_back(std::move(it));
+        }
+        node = mem::LoadRelaxed32(a.At(node) + kNodeNext);
+      }
+    }
+    if (locked) {
+      mem::Unlock(h.ovf.lock);
+      return;
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (h.ovf.seq.load(std::memory_order_relaxed) == s1) return;
+  }
+}
+
+}  // namespace
+
+Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, const ScanFilter& f,
+                const std::function<void(const ScanItem&)>& emit, uint64_t* next) {
+  TableHeader& h = *t.h;
+  if (h.gen.load(std::memory_order_acquire) != t.gen || h.state.load() != kTableLive) {
+    return Status::kStale;
+  }
+  uint32_t l0;
+  uint64_t r;
+  if (cursor == 0) {
+    l0 = static_cast<uint32_t>(h.route.load(std::memory_order_acquire) >> 32);
+    r = 0;
+  } else {
+    l0 = static_cast<uint32_t>(cursor & 63);
+    r = cursor >> 6;
+  }
+  if (l0 > kMaxLevel || r >= (uint64_t{1} << l0)) return Status::kInvalid;
+  uint64_t nres = uint64_t{1} << l0;
+  uint64_t mask = nres - 1;
+  int64_t now = NowMs(c);
+  std::vector<Item> items;
+  if (count == 0) count = 1;
+  for (uint32_t k = 0; k < count && r < nres; ++k, ++r) {
+    for (int tries = 0; tries < 64; ++tries) {
+      items.clear();
+      uint64_t r1 = h.route.load(std::memory_order_acquire);
+      uint32_t level = static_cast<uint32_t>(r1 >> 32);
+      uint64_t nb = RouteBuckets(r1);
+      if (l0 <= level) {
+        for (uint64_t x = r; x < nb; x += nres) SnapshotBucket(c, h, x, f.values, &items);
+      } else {
+        SnapshotBucket(c, h, RouteIdx(r1, r), f.values, &items);
+      }
+      if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+        SnapshotOverflow(c, h, r, l0, f.values, &items);
+      }
+      if (h.route.load(std::memory_order_acquire) == r1) break;
+    }
+    for (Item& it : items) {
+      if (it.info.expire_ms != 0 && it.info.expire_ms <= now) continue;
+      if ((HashOf(c, it.key) & mask) != r) continue;
+      if (f.type >= 0) {
+        int ty = it.info.type == kTypeInt ? static_cast<int>(kTypeString) : static_cast<int>(it.info.type);
+        if (ty != f.type) continue;
+      }
+      if (!f.glob.empty() && !GlobMatch(f.glob, it.key, f.nocase)) continue;
+      emit(ScanItem{it.key, it.value, it.info});
+    }
+  }
+  if (h.gen.load(std::memory_order_acquire) != t.gen) return Status::kStale;
+  *next = r >= nres ? 0 : (r << 6) | l0;
+  return Status::kOk;
+}
+
+}  // namespace cache

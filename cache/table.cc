@@ -1,0 +1,425 @@
+// perfcached — the collection catalog: create, open, drop, rename, resize.
+// Copyright (c) 2026 the perfcached authors.
+#include "cache/table.h"
+
+#include <time.h>
+
+#include <cstring>
+
+#include "cache/hash.h"
+
+namespace cache {
+namespace {
+
+struct UserRoot {
+  uint32_t magic;
+  Off catalog;
+};
+
+Catalog* CatalogOf(const mem::Arena& a) {
+  auto* r = static_cast<UserRoot*>(a.UserRoot());
+  if (r->magic != kCatalogMagic) return nullptr;
+  return reinterpret_cast<Catalog*>(a.At(r->catalog));
+}
+
+// Names are compared under the entry's name seqlock.
+bool NameIs(const TableHeader& h, std::string_view name) {
+  for (;;) {
+    uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    char buf[64];
+    mem::AtomicCopyOut(buf, h.name, sizeof buf);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (h.name_seq.load(std::memory_order_relaxed) != s1) continue;
+    buf[63] = 0;
+    return std::string_view(buf) == name;
+  }
+}
+
+std::string NameOf(const TableHeader& h) {
+  for (;;) {
+    uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    char buf[64];
+    mem::AtomicCopyOut(buf, h.name, sizeof buf);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (h.name_seq.load(std::memory_order_relaxed) != s1) continue;
+    buf[63] = 0;
+    return std::string(buf);
+  }
+}
+
+void WriteName(TableHeader& h, std::string_view name) {
+  char buf[64] = {};
+  std::memcpy(buf, name.data(), name.size());
+  h.name_seq.fetch_add(1, std::memory_order_acq_rel);
+  mem::AtomicCopyIn(h.name, buf, sizeof buf);
+  h.name_seq.fetch_add(1, std::memory_order_acq_rel);
+}
+
+int FindLive(const Catalog& cat, std::string_view name) {
+  for (uint32_t i = 0; i < kMaxCollections; ++i) {
+    const TableHeader& h = cat.tables[i];
+    if (h.state.load(std::memory_order_acquire) == kTableLive && NameIs(h, name)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool ValidName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxName) return false;
+  for (char ch : name) {
+    if (static_cast<unsigned char>(ch) < 0x21 || ch == 0x7f) return false;
+  }
+  return true;
+}
+
+uint32_t Log2Ceil(uint32_t v) {
+  uint32_t l = 0;
+  while ((uint64_t{1} << l) < v) ++l;
+  return l;
+}
+
+}  // namespace
+
+namespace detail {
+
+Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
+  uint64_t seg = idx >> kSegShift;
+  if (seg >= kMaxSegs || h.dir == 0) return nullptr;
+  const Off* dir = reinterpret_cast<const Off*>(a.At(h.dir));
+  Off so = mem::LoadRelaxed32(&dir[2 * seg]);
+  if (so == 0 || a.ReadableFrom(so) < kSegBuckets * sizeof(Bucket)) return nullptr;
+  return reinterpret_cast<Bucket*>(a.At(so)) + (idx & (kSegBuckets - 1));
+}
+
+uint32_t* HintAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
+  uint64_t seg = idx >> kSegShift;
+  if (seg >= kMaxSegs || h.dir == 0) return nullptr;
+  const Off* dir = reinterpret_cast<const Off*>(a.At(h.dir));
+  Off ho = mem::LoadRelaxed32(&dir[2 * seg + 1]);
+  if (ho == 0 || a.ReadableFrom(ho) < kSegBuckets * sizeof(uint32_t)) return nullptr;
+  return reinterpret_cast<uint32_t*>(a.At(ho)) + (idx & (kSegBuckets - 1));
+}
+
+StatLine& Line(const Ctx& c, const TableHeader& h) {
+  return reinterpret_cast<StatLine*>(c.arena.At(h.stats))[c.slot];
+}
+
+uint64_t HashOf(const Ctx& c, std::string_view key) { return HashKey(key, c.catalog->seed); }
+
+}  // namespace detail
+
+Ctx::Ctx(mem::Arena& a, uint32_t s)
+    : arena(a), alloc(a, s), catalog(CatalogOf(a)), tid(mem::SelfTid()), slot(s) {
+  scratch.reserve(4096);
+  dead.reserve(16);
+}
+
+int64_t NowMs(const Ctx& c) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + c.clock_skew_ms;
+}
+
+Status InitCatalog(mem::Arena& a, uint64_t seed) {
+  auto* r = static_cast<UserRoot*>(a.UserRoot());
+  if (r->magic == kCatalogMagic) return Status::kExists;
+  Off off = a.RegionAlloc(sizeof(Catalog));
+  if (off == 0) return Status::kNoMem;
+  auto* cat = reinterpret_cast<Catalog*>(a.At(off));
+  cat->seed = seed;
+  cat->magic = kCatalogMagic;
+  r->catalog = off;
+  r->magic = kCatalogMagic;
+  return Status::kOk;
+}
+
+namespace {
+
+// A segment pair (buckets + hints): from the free list, else fresh.
+bool AllocSegment(Ctx& c, Off* seg, Off* hints) {
+  Catalog* cat = c.catalog;
+  (void)mem::Lock(cat->lock);
+  Off f = cat->free_segs;
+  if (f != 0) {
+    auto* b0 = reinterpret_cast<Bucket*>(c.arena.At(f));
+    cat->free_segs = b0->slot[0];
+    *hints = b0->slot[1];
+    mem::Unlock(cat->lock);
+    mem::AtomicZero(c.arena.At(f), kSegBuckets * sizeof(Bucket));
+    mem::AtomicZero(c.arena.At(*hints), kSegBuckets * sizeof(uint32_t));
+    *seg = f;
+    return true;
+  }
+  mem::Unlock(cat->lock);
+  *seg = c.arena.RegionAlloc(kSegBuckets * sizeof(Bucket));
+  *hints = c.arena.RegionAlloc(kSegBuckets * sizeof(uint32_t));
+  return *seg != 0 && *hints != 0;
+}
+
+void FreeSegment(Ctx& c, Off seg, Off hints) {
+  Catalog* cat = c.catalog;
+  (void)mem::Lock(cat->lock);
+  auto* b0 = reinterpret_cast<Bucket*>(c.arena.At(seg));
+  mem::StoreRelaxed32(&b0->slot[0], cat->free_segs);
+  mem::StoreRelaxed32(&b0->slot[1], hints);
+  cat->free_segs = seg;
+  mem::Unlock(cat->lock);
+}
+
+}  // namespace
+
+// Make sure segment `seg` of the table exists (admin lock held).
+bool detail::EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg) {
+  if (seg >= kMaxSegs) return false;
+  Off* dir = reinterpret_cast<Off*>(c.arena.At(h.dir));
+  if (mem::LoadRelaxed32(&dir[2 * seg]) != 0) return true;
+  Off so, ho;
+  if (!AllocSegment(c, &so, &ho)) return false;
+  mem::StoreRelaxed32(&dir[2 * seg + 1], ho);
+  // Release: a reader that sees the segment sees it zeroed.
+  __atomic_store_n(&dir[2 * seg], so, __ATOMIC_RELEASE);
+  if (seg + 1 > h.nsegs) h.nsegs = seg + 1;
+  return true;
+}
+
+Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& o,
+                        TableRef* out) {
+  if (!ValidName(name)) return Status::kInvalid;
+  Catalog* cat = c.catalog;
+  uint32_t level = Log2Ceil(o.buckets < 16 ? 16 : o.buckets);
+  if (level > kMaxLevel) return Status::kInvalid;
+  (void)mem::Lock(cat->lock);
+  if (FindLive(*cat, name) >= 0) {
+    mem::Unlock(cat->lock);
+    return Status::kExists;
+  }
+  int idx = -1;
+  for (uint32_t i = 0; i < kMaxCollections; ++i) {
+    if (cat->tables[i].state.load() == kTableFree) {
+      idx = static_cast<int>(i);
+      break;
+    }
+  }
+  if (idx < 0) {
+    mem::Unlock(cat->lock);
+    return Status::kFull;
+  }
+  TableHeader& h = cat->tables[idx];
+  h.state.store(kTableDropping);  // reserved: not yet visible as live
+  mem::Unlock(cat->lock);
+
+  if (h.dir == 0) h.dir = c.arena.RegionAlloc(sizeof(Off) * 2 * kMaxSegs);
+  if (h.stats == 0) h.stats = c.arena.RegionAlloc(sizeof(StatLine) * c.arena.hdr()->max_procs);
+  if (h.ovf.heads == 0) h.ovf.heads = c.arena.RegionAlloc(sizeof(Off) * kOvfHeads);
+  bool ok = h.dir != 0 && h.stats != 0 && h.ovf.heads != 0;
+  uint32_t nseg = static_cast<uint32_t>(((uint64_t{1} << level) + kSegBuckets - 1) >> kSegShift);
+  (void)mem::Lock(h.admin);
+  for (uint32_t s = 0; ok && s < nseg; ++s) ok = detail::EnsureSegment(c, h, s);
+  mem::Unlock(h.admin);
+  if (!ok) {
+    h.state.store(kTableFree);
+    return Status::kNoMem;
+  }
+  WriteName(h, name);
+  h.flags = o.expired_events ? kTableExpiredEvents : 0;
+  h.min_buckets = 1u << level;
+  h.load_x100 = o.load_x100 ? o.load_x100 : 400;
+  h.route.store(uint64_t{level} << 32, std::memory_order_release);
+  h.created_ms.store(NowMs(c));
+  StatLine* lines = reinterpret_cast<StatLine*>(c.arena.At(h.stats));
+  for (uint32_t p = 0; p < c.arena.hdr()->max_procs; ++p) {
+    for (auto& v : lines[p].c) v.store(0, std::memory_order_relaxed);
+  }
+  for (auto& v : h.stat_base) v.store(0);
+  uint32_t gen = h.gen.fetch_add(1) + 1;
+  (void)mem::Lock(cat->lock);
+  bool dup = FindLive(*cat, name) >= 0;  // a racing create of the same name
+  if (!dup) {
+    h.state.store(kTableLive, std::memory_order_release);
+    ++cat->count;
+  }
+  mem::Unlock(cat->lock);
+  if (dup) {
+    h.state.store(kTableFree);
+    return Status::kExists;
+  }
+  if (out) *out = TableRef{&h, gen, static_cast<uint32_t>(idx)};
+  return Status::kOk;
+}
+
+Status OpenCollection(Ctx& c, std::string_view name, TableRef* out) {
+  int idx = FindLive(*c.catalog, name);
+  if (idx < 0) return Status::kNotFound;
+  TableHeader& h = c.catalog->tables[idx];
+  *out = TableRef{&h, h.gen.load(std::memory_order_acquire), static_cast<uint32_t>(idx)};
+  if (h.state.load(std::memory_order_acquire) != kTableLive) return Status::kNotFound;
+  return Status::kOk;
+}
+
+Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
+  TableHeader& h = *t.h;
+  uint64_t n = 0;
+  uint64_t nb = detail::RouteBuckets(h.route.load(std::memory_order_acquire));
+  // Also clear merged-away buckets above the current size: cheap, and a
+  // stale writer may have left nothing there anyway (gen checks).
+  uint64_t span = uint64_t{h.nsegs} << kSegShift;
+  if (span < nb) span = nb;
+  for (uint64_t i = 0; i < span; ++i) {
+    Bucket* b = detail::BucketAt(c.arena, h, i);
+    if (!b) continue;
+    if (Used(TagsHi(*b)) == 0) continue;
+    detail::LockBucket(c, h, i, *b);
+    WriteBegin(*b);
+    uint32_t used = Used(TagsHi(*b));
+    if (used > kSlots) used = kSlots;
+    for (uint32_t s = 0; s < used; ++s) c.dead.push_back(SlotAt(*b, static_cast<int>(s)));
+    mem::StoreRelaxed64(&b->tags_lo, 0);
+    mem::StoreRelaxed32(&b->tags_hi, 0);
+    if (uint32_t* hint = detail::HintAt(c.arena, h, i)) mem::StoreRelaxed32(hint, 0);
+    WriteEnd(*b);
+    mem::Unlock(b->lock);
+    for (Off d : c.dead) c.alloc.Free(d);
+    n += c.dead.size();
+    c.dead.clear();
+  }
+  if (h.ovf.count.load() != 0) {
+    detail::LockOverflow(c, h);
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    Off* heads = reinterpret_cast<Off*>(c.arena.At(h.ovf.heads));
+    for (uint32_t i = 0; i < kOvfHeads; ++i) {
+      Off node = mem::LoadRelaxed32(&heads[i]);
+      uint32_t guard = 1u << 20;
+      while (node != 0 && guard-- > 0) {
+        Off next = mem::LoadRelaxed32(c.arena.At(node) + 4);
+        c.dead.push_back(mem::LoadRelaxed32(c.arena.At(node) + 8));
+        c.dead.push_back(node);
+        node = next;
+      }
+      mem::StoreRelaxed32(&heads[i], 0);
+    }
+    n += c.dead.size() / 2;
+    h.ovf.count.store(0);
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    mem::Unlock(h.ovf.lock);
+    for (Off d : c.dead) c.alloc.Free(d);
+    c.dead.clear();
+  }
+  detail::Count(c, h, kStatDestroyed, n);
+  detail::Count(c, h, kStatRemoves, n);
+  if (removed) *removed = n;
+  return Status::kOk;
+}
+
+Status DropCollection(Ctx& c, std::string_view name) {
+  Catalog* cat = c.catalog;
+  (void)mem::Lock(cat->lock);
+  int idx = FindLive(*cat, name);
+  if (idx < 0) {
+    mem::Unlock(cat->lock);
+    return Status::kNotFound;
+  }
+  TableHeader& h = cat->tables[idx];
+  h.state.store(kTableDropping, std::memory_order_release);
+  uint32_t gen = h.gen.fetch_add(1) + 1;  // from here, every op on the old gen is stale
+  --cat->count;
+  mem::Unlock(cat->lock);
+
+  (void)mem::Lock(h.admin);
+  TableRef t{&h, gen, static_cast<uint32_t>(idx)};
+  (void)ClearCollection(c, t, nullptr);
+  Off* dir = reinterpret_cast<Off*>(c.arena.At(h.dir));
+  for (uint32_t s = 0; s < h.nsegs; ++s) {
+    Off so = dir[2 * s], ho = dir[2 * s + 1];
+    if (so == 0) continue;
+    mem::StoreRelaxed32(&dir[2 * s], 0);
+    mem::StoreRelaxed32(&dir[2 * s + 1], 0);
+    FreeSegment(c, so, ho);
+  }
+  h.nsegs = 0;
+  h.route.store(0);
+  mem::Unlock(h.admin);
+  h.state.store(kTableFree, std::memory_order_release);
+  return Status::kOk;
+}
+
+Status RenameCollection(Ctx& c, std::string_view from, std::string_view to) {
+  if (!ValidName(to)) return Status::kInvalid;
+  Catalog* cat = c.catalog;
+  (void)mem::Lock(cat->lock);
+  int idx = FindLive(*cat, from);
+  Status st = Status::kOk;
+  if (idx < 0) {
+    st = Status::kNotFound;
+  } else if (from != to && FindLive(*cat, to) >= 0) {
+    st = Status::kExists;
+  } else {
+    WriteName(cat->tables[idx], to);
+  }
+  mem::Unlock(cat->lock);
+  return st;
+}
+
+Status ResizeCollection(Ctx& c, std::string_view name, uint32_t buckets) {
+  TableRef t;
+  if (Status s = OpenCollection(c, name, &t); s != Status::kOk) return s;
+  uint32_t level = Log2Ceil(buckets < 16 ? 16 : buckets);
+  if (level > kMaxLevel) return Status::kInvalid;
+  __atomic_store_n(&t.h->min_buckets, 1u << level, __ATOMIC_RELAXED);
+  return Status::kOk;
+}
+
+uint64_t SumStat(const Ctx& c, const TableRef& t, Stat s) {
+  const StatLine* lines = reinterpret_cast<const StatLine*>(c.arena.At(t.h->stats));
+  uint64_t sum = 0;
+  for (uint32_t p = 0; p < c.arena.hdr()->max_procs; ++p) {
+    sum += lines[p].c[s].load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
+uint64_t CollectionEntries(const Ctx& c, const TableRef& t) {
+  uint64_t cr = SumStat(c, t, kStatCreated), de = SumStat(c, t, kStatDestroyed);
+  return cr > de ? cr - de : 0;
+}
+
+bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out) {
+  const TableHeader& h = *t.h;
+  if (h.state.load() != kTableLive || h.gen.load() != t.gen) return false;
+  uint64_t route = h.route.load(std::memory_order_acquire);
+  out->name = NameOf(h);
+  out->index = t.index;
+  out->level = static_cast<uint32_t>(route >> 32);
+  out->split = static_cast<uint32_t>(route);
+  out->buckets = detail::RouteBuckets(route);
+  out->entries = CollectionEntries(c, t);
+  out->overflow = h.ovf.count.load(std::memory_order_relaxed);
+  out->load_factor = out->buckets ? static_cast<double>(out->entries) / out->buckets : 0;
+  for (int s = 0; s < kStatCount; ++s) {
+    uint64_t v = SumStat(c, t, static_cast<Stat>(s));
+    uint64_t b = (s == kStatCreated || s == kStatDestroyed) ? 0 : h.stat_base[s].load();
+    out->stats[s] = v > b ? v - b : 0;
+  }
+  return true;
+}
+
+void ResetCollectionStats(Ctx& c, const TableRef& t) {
+  for (int s = 0; s < kStatCount; ++s) {
+    t.h->stat_base[s].store(SumStat(c, t, static_cast<Stat>(s)));
+  }
+}
+
+std::vector<CollectionInfo> ListCollections(Ctx& c) {
+  std::vector<CollectionInfo> v;
+  for (uint32_t i = 0; i < kMaxCollections; ++i) {
+    TableHeader& h = c.catalog->tables[i];
+    if (h.state.load(std::memory_order_acquire) != kTableLive) continue;
+    CollectionInfo ci;
+    if (CollectionInfoOf(c, TableRef{&h, h.gen.load(), i}, &ci)) v.push_back(std::move(ci));
+  }
+  return v;
+}
+
+}  // namespace cache

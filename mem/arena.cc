@@ -1,0 +1,245 @@
+// perfcached — arena creation, the group allocator and index regions.
+// Copyright (c) 2026 the perfcached authors.
+#include "mem/arena.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <new>
+
+#include "mem/hugepage.h"
+#include "mem/slab.h"
+
+namespace mem {
+namespace {
+
+constexpr size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+constexpr uint32_t Entry(GroupKind k, uint32_t run) {
+  return (static_cast<uint32_t>(k) << 24) | (run & 0xFFFFFF);
+}
+
+}  // namespace
+
+Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
+  size_t commit = AlignUp(o.arena_mb << 20, kGroupSize);
+  size_t cap = AlignUp((o.arena_cap_mb ? o.arena_cap_mb : o.arena_mb) << 20, kGroupSize);
+  if (cap < commit) cap = commit;
+  if (o.max_procs == 0 || o.max_procs > kMaxProcs) {
+    *err = "max_procs must be 1.." + std::to_string(kMaxProcs);
+    return nullptr;
+  }
+  if (cap > kMaxArenaBytes) {
+    *err = "arena_cap_mb above the 32768 MiB limit";
+    return nullptr;
+  }
+  uint32_t ngroups = static_cast<uint32_t>(cap / kGroupSize);
+  // Metadata layout: header | group map | pools | slots | user root.
+  size_t group_map_off = 4096;
+  size_t pools_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
+  size_t slots_off = pools_off;  // SlabMetaBytes covers pools + slots
+  size_t user_off = AlignUp(slots_off + SlabMetaBytes(o.max_procs), 4096);
+  size_t meta_bytes = AlignUp(user_off + 4096, kGroupSize);
+  if (meta_bytes + 2 * kGroupSize > cap) {
+    *err = "arena too small: needs at least " + std::to_string((meta_bytes >> 20) + 4) + " MiB";
+    return nullptr;
+  }
+
+  MapResult m = MapShared(cap, o.best_tier);
+  if (!m.base) {
+    *err = m.note;
+    return nullptr;
+  }
+  auto* a = new Arena();
+  a->base_ = m.base;
+  a->map_bytes_ = m.bytes;
+  a->meta_end_ = meta_bytes;
+  size_t want = o.prefault ? commit : meta_bytes;
+  if (want < meta_bytes) want = meta_bytes;
+  if (!PopulateRange(m.base + kGroupSize, want - kGroupSize, m.tier)) {
+    *err = "cannot fault the first " + std::to_string(want >> 20) + " MiB of the arena (" +
+           TierName(m.tier) + "): " + m.note;
+    munmap(m.base, m.bytes);
+    delete a;
+    return nullptr;
+  }
+  auto* h = new (m.base) ArenaHeader();
+  h->magic = kArenaMagic;
+  h->layout_version = kArenaLayoutVersion;
+  h->header_bytes = sizeof(ArenaHeader);
+  h->base_addr = reinterpret_cast<uint64_t>(m.base);
+  h->cap_bytes = cap;
+  h->commit_bytes = commit;
+  h->populated_bytes.store(want);
+  h->ngroups = ngroups;
+  h->meta_groups = static_cast<uint32_t>(meta_bytes / kGroupSize);
+  h->max_procs = o.max_procs;
+  h->tier = static_cast<uint8_t>(m.tier);
+  h->max_value = o.max_value;
+  h->group_map_off = group_map_off;
+  h->pools_off = pools_off;
+  h->slots_off = pools_off + sizeof(SlabPool) * kNumClasses;
+  h->user_off = user_off;
+  h->hwm_groups = h->meta_groups;
+  a->group_map_ = reinterpret_cast<uint32_t*>(m.base + group_map_off);
+  for (uint32_t g = 0; g < h->meta_groups; ++g) a->group_map_[g] = Entry(GroupKind::kMeta, 1);
+
+  std::string note = m.note;
+  if (m.tier != Tier::kHugetlb) {
+    note += "; for 2 MiB pages: sysctl vm.nr_overcommit_hugepages=" +
+            std::to_string(cap / kGroupSize);
+  }
+  if (o.lock_memory) {
+    if (mlock(m.base, want) == 0) {
+      h->locked = 1;
+    } else {
+      note += "; mlock refused (raise LimitMEMLOCK / ulimit -l): memory may swap";
+    }
+  }
+  std::snprintf(h->tier_note, sizeof h->tier_note, "%s", note.c_str());
+  return a;
+}
+
+void Arena::Destroy(Arena* a) {
+  if (!a) return;
+  munmap(a->base_, a->map_bytes_);
+  delete a;
+}
+
+bool Arena::PopulateLocked(size_t upto) {
+  ArenaHeader* h = hdr();
+  size_t pop = h->populated_bytes.load(std::memory_order_relaxed);
+  if (upto <= pop) return true;
+  if (upto > h->cap_bytes) return false;
+  if (!PopulateRange(base_ + pop, upto - pop, tier())) return false;
+  if (h->locked) (void)mlock(base_ + pop, upto - pop);
+  // Publish only after the pages exist: readers bound-check against this.
+  h->populated_bytes.store(upto, std::memory_order_release);
+  return true;
+}
+
+int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
+  ArenaHeader* h = hdr();
+  if (n == 0 || n > h->ngroups) return -1;
+  (void)Lock(h->group_lock);  // every holder leaves the map consistent at each store
+  int64_t first = -1;
+  // Reuse freed groups first (first fit), then extend the high-water mark.
+  uint32_t run = 0;
+  for (uint32_t g = h->meta_groups; g < h->hwm_groups; ++g) {
+    GroupKind k = EntryKind(group_map_[g]);
+    run = (k == GroupKind::kFree || k == GroupKind::kReleased) ? run + 1 : 0;
+    if (run == n) {
+      first = g + 1 - n;
+      break;
+    }
+  }
+  if (first < 0) {
+    uint64_t start = h->hwm_groups;
+    if (start + n > h->ngroups || !PopulateLocked((start + n) * kGroupSize)) {
+      h->nomem_events.fetch_add(1, std::memory_order_relaxed);
+      Unlock(h->group_lock);
+      return -1;
+    }
+    first = static_cast<int64_t>(start);
+    h->hwm_groups = static_cast<uint32_t>(start + n);
+  } else {
+    for (uint32_t g = static_cast<uint32_t>(first); g < first + n; ++g) {
+      if (EntryKind(group_map_[g]) == GroupKind::kReleased) {
+        if (!PopulateRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier())) {
+          h->nomem_events.fetch_add(1, std::memory_order_relaxed);
+          Unlock(h->group_lock);
+          return -1;
+        }
+        h->released_bytes.fetch_sub(kGroupSize, std::memory_order_relaxed);
+        __atomic_store_n(group_map_ + g, Entry(GroupKind::kFree, 0), __ATOMIC_RELEASE);
+      }
+    }
+  }
+  GroupKind cont = kind == GroupKind::kLargeHead ? GroupKind::kLargeCont : kind;
+  for (uint32_t i = 1; i < n; ++i) {
+    __atomic_store_n(group_map_ + first + i, Entry(cont, i), __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(group_map_ + first, Entry(kind, n), __ATOMIC_RELEASE);
+  Unlock(h->group_lock);
+  return first;
+}
+
+void Arena::FreeGroups(uint32_t first) {
+  ArenaHeader* h = hdr();
+  (void)Lock(h->group_lock);
+  uint32_t e = group_map_[first];
+  if (EntryKind(e) != GroupKind::kLargeHead) {
+    Unlock(h->group_lock);
+    return;  // not a large run head: refuse rather than corrupt
+  }
+  uint32_t n = EntryRun(e);
+  bool release = tier() != Tier::kHugetlb;
+  for (uint32_t g = first; g < first + n; ++g) {
+    if (release) {
+      ReleaseRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier());
+      h->released_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
+    }
+    __atomic_store_n(group_map_ + g, Entry(release ? GroupKind::kReleased : GroupKind::kFree, 0),
+                     __ATOMIC_RELEASE);
+  }
+  Unlock(h->group_lock);
+}
+
+Off Arena::RegionAlloc(size_t bytes) {
+  ArenaHeader* h = hdr();
+  bytes = AlignUp(bytes, 64);
+  if (bytes > kGroupSize) {
+    int64_t g = AllocGroups(static_cast<uint32_t>(AlignUp(bytes, kGroupSize) / kGroupSize),
+                            GroupKind::kRegion);
+    if (g < 0) return 0;
+    std::memset(base_ + size_t(g) * kGroupSize, 0, bytes);
+    h->region_bytes.fetch_add(AlignUp(bytes, kGroupSize), std::memory_order_relaxed);
+    return OffOf(base_ + size_t(g) * kGroupSize);
+  }
+  (void)Lock(h->group_lock);
+  if (h->region_group == 0 || h->region_pos + bytes > kGroupSize) {
+    Unlock(h->group_lock);
+    int64_t g = AllocGroups(1, GroupKind::kRegion);
+    if (g < 0) return 0;
+    (void)Lock(h->group_lock);
+    // Another process may have refreshed the region group meanwhile: the
+    // remainder of the older group is simply left unused.
+    h->region_group = static_cast<uint32_t>(g);
+    h->region_pos = 0;
+    h->region_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
+  }
+  char* p = base_ + size_t{h->region_group} * kGroupSize + h->region_pos;
+  h->region_pos += static_cast<uint32_t>(bytes);
+  Unlock(h->group_lock);
+  std::memset(p, 0, bytes);
+  return OffOf(p);
+}
+
+Off Arena::CarveChunk(size_t bytes) {
+  ArenaHeader* h = hdr();
+  (void)Lock(h->group_lock);
+  if (h->carve_group == 0 || h->carve_pos + bytes > kGroupSize) {
+    Unlock(h->group_lock);
+    int64_t g = AllocGroups(1, GroupKind::kSlab);
+    if (g < 0) return 0;
+    (void)Lock(h->group_lock);
+    h->carve_group = static_cast<uint32_t>(g);
+    h->carve_pos = 0;
+  }
+  char* p = base_ + size_t{h->carve_group} * kGroupSize + h->carve_pos;
+  h->carve_pos += static_cast<uint32_t>(bytes);
+  h->slab_chunks.fetch_add(1, std::memory_order_relaxed);
+  Unlock(h->group_lock);
+  return OffOf(p);
+}
+
+size_t Arena::used_bytes() const {
+  ArenaHeader* h = hdr();
+  size_t n = 0;
+  for (uint32_t g = 0; g < h->hwm_groups; ++g) {
+    GroupKind k = EntryKind(GroupEntry(g));
+    if (k != GroupKind::kFree && k != GroupKind::kReleased) ++n;
+  }
+  return n * kGroupSize;
+}
+
+}  // namespace mem

@@ -1,0 +1,176 @@
+// perfcached — the shared-memory arena: one mapping made before fork.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// The arena is one MAP_SHARED mapping created by the supervisor before it
+// forks, so every process sees it at the same address. Inside it, memory is
+// handed out in 2 MiB *groups*; everything else (slab chunks, large objects,
+// index regions) is carved from groups.
+//
+//   base                                                        base + cap
+//   +-----------+-----------------------+---------+----//----+----------+
+//   | group 0.. | meta: header, group   | group k | group .. | reserved |
+//   | ArenaHdr  | map, slab pools, proc | (slab / | (large / | (not yet |
+//   |           | slots  (kMeta groups) | region) |  free)   | faulted) |
+//   +-----------+-----------------------+---------+----//----+----------+
+//   <------------- populated (faulted, maybe mlocked) ------><-- cap -->
+//
+// Sizes: `cap` bytes of address space are reserved (arena_cap_mb); the first
+// `commit` bytes (arena_mb) are pre-faulted at start; the populated prefix
+// grows by whole groups under pressure (MADV_POPULATE_WRITE, so a hugetlb
+// shortage is an error code, never a SIGBUS). Freed large-object groups are
+// given back to the kernel (MADV_REMOVE) except on the hugetlb tier.
+//
+// Links inside the arena are 32-bit offsets in 8-byte units (Off), from the
+// arena base: 32 GiB of reach, bounds-checkable before a lock-free reader
+// follows one, and half the size of a pointer, which is what lets a 64-byte
+// bucket hold 11 slots (see docs/engine.md for the measurement).
+//
+// Hugepage tier ladder, detected by trying (never by kernel version):
+//   1 hugetlb   MAP_HUGETLB (needs vm.nr_overcommit_hugepages or a pool)
+//   2 thp       shmem THP via MADV_HUGEPAGE on a 2 MiB-congruent mapping
+//   3 collapse  MADV_COLLAPSE after faulting (verified in /proc/meminfo)
+//   4 small     plain 4 KiB pages
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "mem/lock.h"
+#include "mem/status.h"
+
+namespace mem {
+
+inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
+inline constexpr uint32_t kArenaLayoutVersion = 1;
+inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
+inline constexpr size_t kUnit = 8;              // Off granularity
+inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8
+inline constexpr uint32_t kMaxProcs = 256;
+
+// Offset from the arena base in kUnit units; 0 is null (the header is there).
+using Off = uint32_t;
+
+enum class Tier : uint8_t { kNone = 0, kHugetlb = 1, kThp = 2, kCollapse = 3, kSmall = 4 };
+const char* TierName(Tier t);
+
+struct ArenaOptions {
+  size_t arena_mb = 256;      // committed (pre-faulted) at start
+  size_t arena_cap_mb = 0;    // reserved address space; 0 = same as arena_mb
+  Tier best_tier = Tier::kHugetlb;  // try the ladder from here down
+  bool prefault = true;       // pre-fault the committed part
+  bool lock_memory = false;   // mlock committed memory (warn when refused)
+  size_t max_value = 512u << 20;  // largest value a record may hold
+  uint32_t max_procs = 64;    // process slots (allocator + stats lines)
+};
+
+// Group map entry: kind in the top byte, run length (large heads) below.
+enum class GroupKind : uint8_t { kFree = 0, kMeta, kRegion, kSlab, kLargeHead, kLargeCont,
+                                 kReleased };
+
+// The arena header: first bytes of the mapping. An API: fixed layout.
+struct ArenaHeader {
+  uint64_t magic;                 // kArenaMagic
+  uint32_t layout_version;        // kArenaLayoutVersion
+  uint32_t header_bytes;          // sizeof(ArenaHeader)
+  uint64_t base_addr;             // where it is mapped in every process
+  uint64_t cap_bytes;             // reserved
+  uint64_t commit_bytes;          // asked to be committed at start
+  std::atomic<uint64_t> populated_bytes;  // faulted prefix; readers bound-check
+  std::atomic<uint64_t> released_bytes;   // given back with MADV_REMOVE
+  uint32_t ngroups;               // cap / kGroupSize
+  uint32_t meta_groups;           // groups 0..meta_groups-1 hold metadata
+  uint32_t max_procs;
+  uint8_t tier;                   // Tier achieved
+  uint8_t locked;                 // 1 when mlock succeeded
+  uint8_t pad0[2];
+  uint64_t max_value;
+  // -- offsets of the metadata blocks (bytes from base) --
+  uint64_t group_map_off;         // u32[ngroups]
+  uint64_t pools_off;             // SlabPool[kNumClasses]
+  uint64_t slots_off;             // ProcSlot[max_procs]
+  uint64_t user_off;              // 4 KiB for cache/ (catalog root)
+  // -- group allocator (under group_lock) --
+  ShmLock group_lock;
+  uint32_t hwm_groups;            // groups ever handed out (incl. meta)
+  uint32_t carve_group;           // slab group being carved into chunks
+  uint32_t carve_pos;             // next free byte in carve_group
+  uint32_t region_group;          // region group being carved
+  uint32_t region_pos;
+  std::atomic<uint64_t> large_bytes;    // bytes in live large objects
+  std::atomic<uint64_t> large_objects;
+  std::atomic<uint64_t> slab_chunks;
+  std::atomic<uint64_t> region_bytes;
+  std::atomic<uint64_t> nomem_events;   // allocation refusals (arena full)
+  char tier_note[192];            // why this tier, and how to reach a better one
+};
+static_assert(std::is_standard_layout_v<ArenaHeader>);
+static_assert(offsetof(ArenaHeader, magic) == 0);
+static_assert(offsetof(ArenaHeader, populated_bytes) % 8 == 0);
+static_assert(sizeof(ArenaHeader) <= 512);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+class Arena {
+ public:
+  // Map and initialise a new arena. Returns nullptr and fills *err on failure.
+  static Arena* Create(const ArenaOptions& o, std::string* err);
+  // Unmap (tests only; the daemon never unmaps while it runs).
+  static void Destroy(Arena* a);
+
+  char* base() const { return base_; }
+  ArenaHeader* hdr() const { return reinterpret_cast<ArenaHeader*>(base_); }
+  Tier tier() const { return static_cast<Tier>(hdr()->tier); }
+  const char* tier_note() const { return hdr()->tier_note; }
+
+  // Offset <-> pointer. Off is in kUnit units.
+  char* At(Off off) const { return base_ + static_cast<size_t>(off) * kUnit; }
+  Off OffOf(const void* p) const {
+    return static_cast<Off>((static_cast<const char*>(p) - base_) / kUnit);
+  }
+  // A lock-free reader's check before following a link: inside the
+  // populated part, past the metadata. Returns the bytes readable from there.
+  size_t ReadableFrom(Off off) const {
+    size_t b = static_cast<size_t>(off) * kUnit;
+    size_t pop = hdr()->populated_bytes.load(std::memory_order_acquire);
+    if (b < meta_end_ || b >= pop) return 0;
+    return pop - b;
+  }
+  void* UserRoot() const { return base_ + hdr()->user_off; }
+
+  // Group allocator (takes group_lock). n contiguous groups of `kind`.
+  // Returns the first group index, or -1 when the arena is full.
+  int64_t AllocGroups(uint32_t n, GroupKind kind);
+  void FreeGroups(uint32_t first);            // a large run, by its head
+  uint32_t GroupEntry(uint32_t g) const {     // atomic read of the group map
+    return __atomic_load_n(group_map_ + g, __ATOMIC_ACQUIRE);
+  }
+  static GroupKind EntryKind(uint32_t e) { return static_cast<GroupKind>(e >> 24); }
+  static uint32_t EntryRun(uint32_t e) { return e & 0xFFFFFF; }
+
+  // Index memory for cache/: 64-byte aligned, zeroed, from region groups.
+  // Never freed (cache/ keeps its own free lists for reuse).
+  Off RegionAlloc(size_t bytes);
+
+  // Carve one slab chunk of `bytes` (power of two, 64 KiB..2 MiB).
+  Off CarveChunk(size_t bytes);
+
+  size_t cap_bytes() const { return hdr()->cap_bytes; }
+  size_t populated_bytes() const { return hdr()->populated_bytes.load(); }
+  size_t committed_bytes() const {
+    return hdr()->populated_bytes.load() - hdr()->released_bytes.load();
+  }
+  size_t used_bytes() const;   // groups handed out (minus free ones) in bytes
+
+ private:
+  Arena() = default;
+  bool PopulateLocked(size_t upto);  // extend populated prefix to `upto`
+
+  char* base_ = nullptr;
+  size_t map_bytes_ = 0;
+  size_t meta_end_ = 0;
+  uint32_t* group_map_ = nullptr;
+};
+
+}  // namespace mem

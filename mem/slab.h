@@ -1,0 +1,163 @@
+// perfcached — slab size classes, global pools and the per-process allocator.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// Cells, chunks, pools:
+//
+//   chunk (64 KiB .. 2 MiB, bound to one class for the life of the arena)
+//   +------+------+------+------+-- ... --+------+-------+
+//   | cell | cell | cell | cell |         | cell | slack |
+//   +------+------+------+------+-- ... --+------+-------+
+//   cell byte 0 = class id, stamped when the chunk is carved, never changed.
+//   A free cell links to the next free cell through bytes 4..7 (an Off).
+//
+// Size classes (kClassSize): 16..256 B in 8-byte steps, then 8 classes per
+// doubling up to 256 KiB (12.5% steps, <= 11% waste). The fine small steps
+// are what keep a 16-byte key + 100-byte value (136-byte record) in a
+// 136-byte cell instead of the original 1.5x ladder's 192 (see
+// docs/engine.md). Records above 256 KiB take a run of whole 2 MiB groups
+// (the large-object path, class byte kLargeClass).
+//
+// Per-process allocation: every process owns one ProcSlot in shm. For each
+// class it holds a bump range inside its current chunk and a private LIFO
+// free stack. Only the owner touches its slot, so the fast path has no
+// atomics and no locks. The shared part is one SlabPool per class under a
+// ShmLock: refills take kRefill cells, a private stack above kDonateAbove
+// donates kDonate cells, and cross-process frees (the expiry sweep) go there.
+//
+// Fork: a child must never use the ProcSlot it inherited the handle of; it
+// binds a fresh Allocator to its own slot. Donating an inherited stack would
+// put the same cells on the global list once per child (the bug the
+// cachedb_perf soak found). A slot whose process died is *adopted*: its free
+// stack and bump remainder go to the global pools, then the slot is reset.
+// Slot state is kept crash-consistent: the list head is stored last, so a
+// process killed mid-operation leaks at most one cell, never corrupts.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "mem/arena.h"
+#include "mem/lock.h"
+#include "mem/status.h"
+
+namespace mem {
+
+inline constexpr size_t kMinCell = 16;
+inline constexpr size_t kMaxCell = 256u << 10;
+inline constexpr uint8_t kLargeClass = 0xFF;
+
+constexpr int CountClasses() {
+  int n = 0;
+  for (size_t s = kMinCell; s <= 256; s += 8) ++n;
+  for (size_t base = 256; base < kMaxCell; base *= 2) n += 8;
+  return n;
+}
+inline constexpr int kNumClasses = CountClasses();
+static_assert(kNumClasses < 255);
+
+constexpr std::array<uint32_t, kNumClasses> MakeClassSizes() {
+  std::array<uint32_t, kNumClasses> a{};
+  int i = 0;
+  for (size_t s = kMinCell; s <= 256; s += 8) a[i++] = static_cast<uint32_t>(s);
+  for (size_t base = 256; base < kMaxCell; base *= 2) {
+    for (size_t k = 1; k <= 8; ++k) a[i++] = static_cast<uint32_t>(base + base / 8 * k);
+  }
+  return a;
+}
+inline constexpr std::array<uint32_t, kNumClasses> kClassSize = MakeClassSizes();
+static_assert(kClassSize[kNumClasses - 1] == kMaxCell);
+
+// Smallest class whose cells hold `bytes`; -1 above kMaxCell.
+int ClassFor(size_t bytes);
+// Chunk bytes for a class: >= 32 cells, a power of two in [64 KiB, 2 MiB].
+size_t ChunkBytes(int cls);
+
+// Global pool of one class. 64 bytes, one per class, in arena metadata.
+struct alignas(64) SlabPool {
+  ShmLock lock;
+  Off head;                        // free list (via cell bytes 4..7)
+  uint32_t count;                  // cells on the list
+  uint32_t pad;
+  std::atomic<uint64_t> chunks;    // chunks carved for this class
+  std::atomic<uint64_t> cells_total;
+  uint64_t pad2[4];
+};
+static_assert(sizeof(SlabPool) == 64);
+static_assert(std::is_standard_layout_v<SlabPool>);
+
+// One class's private state inside a ProcSlot. Owner-only writes.
+struct ClassCache {
+  Off free_head;      // private free stack
+  uint32_t free_count;
+  Off bump;           // next cell of the current chunk   } stored together
+  Off bump_end;       // end of the current chunk (excl.) } on refill (8 bytes)
+};
+static_assert(sizeof(ClassCache) == 16);
+static_assert(offsetof(ClassCache, bump) == 8 && offsetof(ClassCache, bump_end) == 12);
+
+struct alignas(64) ProcSlot {
+  std::atomic<uint32_t> owner_tid;  // 0 = free slot
+  uint32_t pad;
+  std::atomic<uint64_t> allocs;     // cells handed out by this slot (stats)
+  std::atomic<uint64_t> frees;
+  uint64_t pad2[5];
+  ClassCache cls[kNumClasses];
+};
+static_assert(offsetof(ProcSlot, cls) == 64);
+static_assert(std::is_standard_layout_v<ProcSlot>);
+
+// Metadata sizing/initialisation, used by Arena::Create.
+size_t SlabMetaBytes(uint32_t max_procs);
+
+// Cell bound as seen by a lock-free reader: bytes readable from the cell
+// start (class size, or the large run), 0 if the class byte is impossible.
+size_t CellBound(const Arena& a, Off cell);
+
+class Allocator {
+ public:
+  // Claim process slot `slot` for the calling process (resets it).
+  Allocator(Arena& a, uint32_t slot);
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // A cell of at least `bytes` (class byte stamped). kTooBig above
+  // max_value; kNoMem when the arena is full (nothing changed).
+  [[nodiscard]] Status Alloc(size_t bytes, Off* out);
+  // Free a cell this process or any other allocated (private stack).
+  void Free(Off cell);
+  // Give every privately held cell to the global pools (before fork, or at
+  // clean exit).
+  void FlushToGlobal();
+
+  uint32_t slot() const { return slot_; }
+  Arena& arena() const { return *arena_; }
+
+ private:
+  Status Refill(int cls, ClassCache& c);
+  Status AllocLarge(size_t bytes, Off* out);
+  void FreeLarge(Off cell);
+
+  Arena* arena_;
+  ProcSlot* ps_;
+  SlabPool* pools_;
+  uint32_t slot_;
+};
+
+// Free a cell straight to the global pool (any process, e.g. a sweep).
+void FreeGlobal(Arena& a, Off cell);
+// If the slot's owner is dead: claim it (CAS), move its free stack and bump
+// remainder to the global pools, and free the slot. False if not dead or
+// someone else adopted it first.
+bool AdoptDeadSlot(Arena& a, uint32_t slot);
+// Move a slot's cells to the global pools (caller has claimed the slot).
+void DrainSlot(Arena& a, ProcSlot* ps);
+ProcSlot* SlotAt(const Arena& a, uint32_t slot);
+SlabPool* PoolAt(const Arena& a, int cls);
+
+inline constexpr uint32_t kRefill = 32;
+inline constexpr uint32_t kDonateAbove = 256;
+inline constexpr uint32_t kDonate = 128;
+
+}  // namespace mem

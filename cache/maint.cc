@@ -317,6 +317,7 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
   SetUsed(b, n);
   SetHint(a, h, idx, MinHint(a, b));
   WriteEnd(b);  // odd -> even
+  Count(c, h, kStatRepairs);
 }
 
 // Overflow chains are linked with single stores, so a dead holder cannot
@@ -339,6 +340,7 @@ void RepairOverflowLocked(Ctx& c, TableHeader& h) {
   }
   h.ovf.count.store(count);
   if (h.ovf.seq.load() & 1) h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+  Count(c, h, kStatRepairs);
 }
 
 }  // namespace detail

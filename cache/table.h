@@ -57,7 +57,7 @@ inline constexpr uint32_t kCatalogMagic = 0x43544C47;  // "GLTC"
 enum Stat : uint8_t {
   kStatHits, kStatMisses, kStatStores, kStatRemoves, kStatExpired, kStatEvicted,
   kStatCreated, kStatDestroyed, kStatSeqRetries, kStatLockFallbacks, kStatSplits,
-  kStatMerges, kStatReads, kStatNoMem, kStatOvfInserts, kStatCount
+  kStatMerges, kStatReads, kStatNoMem, kStatOvfInserts, kStatRepairs, kStatCount
 };
 struct alignas(64) StatLine {
   std::atomic<uint64_t> c[16];

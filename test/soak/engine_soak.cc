@@ -1,0 +1,392 @@
+// perfcached — multi-process soak of the engine (short in make check, long in make soak).
+// Copyright (c) 2026 the perfcached authors.
+//
+// N forked worker processes run a get/set/del/incr mix on two collections
+// of one shared arena while a maintenance process splits/merges ("grow":
+// starts at 16 buckets) and sweeps expired keys ("ovf": 16 buckets that
+// never grow, so most writes go through the overflow table, with short
+// TTLs, the shape that once crashed cachedb_perf in production).
+// Invariants, checked during and after the run:
+//   1. no torn read: every value is written all-bytes-equal, every hit must be;
+//   2. no lost update: the sum of the counters equals the acknowledged
+//      increments (with --crash: plus at most one in-flight increment per kill);
+//   3. no lost key: every immortal key is always present with its exact value;
+//   4. afterwards: no bucket left locked or odd, and (without --crash) the
+//      entry count equals the records actually linked.
+// --crash K: the parent SIGKILLs a random worker or the maintenance process
+// K times during the run (restarting it on the same slot) and relies on the
+// engine's dead-holder repair.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/table.h"
+#include "mem/arena.h"
+
+namespace {
+
+using mem::Status;
+
+constexpr int kCounters = 64;
+constexpr int kMaxWorkers = 16;
+
+struct alignas(64) WorkerStats {
+  std::atomic<uint64_t> ops, gets, hits, sets, dels, incr_ok, inflight, torn, lost, errors;
+};
+
+struct Shared {
+  std::atomic<int> stop;
+  std::atomic<int> start;
+  std::atomic<uint64_t> splits_seen;
+  WorkerStats w[kMaxWorkers + 2];
+  char first_error[256];
+};
+
+struct Config {
+  int procs = 3;
+  int seconds = 6;
+  int keys = 20000;  // churn keys per collection
+  int immortal = 5000;
+  int crash = 0;
+  uint64_t seed = 1;
+};
+
+uint64_t Rng(uint64_t& s) {
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return s;
+}
+
+std::string ImmortalKey(int i) { return "imm:" + std::to_string(i); }
+std::string ChurnKey(uint64_t i) { return "churn:" + std::to_string(i); }
+std::string CounterKey(int i) { return "ctr:" + std::to_string(i); }
+
+void Fail(Shared* sh, const char* what) {
+  char expected = 0;
+  if (__atomic_compare_exchange_n(&sh->first_error[0], &expected, 'x', false, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST)) {
+    std::snprintf(sh->first_error, sizeof sh->first_error, "%s", what);
+  }
+}
+
+bool AllEqual(const char* p, size_t n) {
+  for (size_t i = 1; i < n; ++i) {
+    if (p[i] != p[0]) return false;
+  }
+  return true;
+}
+
+[[noreturn]] void Worker(mem::Arena& a, Shared* sh, const Config& cfg, int idx) {
+  cache::Ctx c(a, static_cast<uint32_t>(1 + idx));
+  cache::TableRef tg, to;
+  if (cache::OpenCollection(c, "grow", &tg) != Status::kOk ||
+      cache::OpenCollection(c, "ovf", &to) != Status::kOk) {
+    Fail(sh, "worker: open collection");
+    _exit(2);
+  }
+  WorkerStats& st = sh->w[idx];
+  uint64_t rng = cfg.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(getpid()) * 7919 + 1;
+  char buf[512];
+  std::string val;
+  while (!sh->start.load()) std::this_thread::yield();
+  while (!sh->stop.load(std::memory_order_relaxed)) {
+    uint64_t r = Rng(rng);
+    bool ovf = (r >> 40) % 4 == 0;
+    const cache::TableRef& t = ovf ? to : tg;
+    uint64_t op = r % 100;
+    st.ops.fetch_add(1, std::memory_order_relaxed);
+    if (op < 45) {
+      bool imm = (r >> 20) % 2 == 0;
+      std::string k = imm ? ImmortalKey(static_cast<int>((r >> 24) % cfg.immortal))
+                          : ChurnKey((r >> 24) % cfg.keys);
+      cache::ReadInfo ri;
+      Status s = cache::Get(c, imm ? tg : t, k, std::span<char>(buf, sizeof buf), &ri);
+      st.gets.fetch_add(1, std::memory_order_relaxed);
+      if (s == Status::kOk) {
+        st.hits.fetch_add(1, std::memory_order_relaxed);
+        if (!AllEqual(buf, ri.vlen)) {
+          st.torn.fetch_add(1);
+          Fail(sh, ("torn read of " + k).c_str());
+        }
+        if (imm) {
+          int i = std::atoi(k.c_str() + 4);
+          if (ri.vlen != 200 || static_cast<unsigned char>(buf[0]) != (i & 0xFF)) {
+            st.lost.fetch_add(1);
+            Fail(sh, ("wrong immortal value " + k).c_str());
+          }
+        }
+      } else if (imm) {
+        st.lost.fetch_add(1);
+        Fail(sh, ("immortal key missing during run: " + k).c_str());
+      } else if (s != Status::kNotFound) {
+        st.errors.fetch_add(1);
+        Fail(sh, "get: unexpected status");
+      }
+    } else if (op < 70) {
+      std::string k = ChurnKey((r >> 24) % cfg.keys);
+      size_t len = 1 + (r >> 8) % 300;
+      val.assign(len, static_cast<char>('a' + (r >> 32) % 26));
+      cache::StoreOpts o;
+      if (ovf || (r >> 50) % 4 == 0) o.expire_ms = cache::NowMs(c) + 200 + (r >> 12) % 1500;
+      Status s = cache::Set(c, t, k, val, o);
+      if (s != Status::kOk) {
+        st.errors.fetch_add(1);
+        Fail(sh, ("set failed: " + std::string(mem::StatusName(s))).c_str());
+      }
+      st.sets.fetch_add(1, std::memory_order_relaxed);
+    } else if (op < 80) {
+      Status s = cache::Del(c, t, ChurnKey((r >> 24) % cfg.keys));
+      if (s != Status::kOk && s != Status::kNotFound) {
+        st.errors.fetch_add(1);
+        Fail(sh, "del: unexpected status");
+      }
+      st.dels.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      int ci = static_cast<int>((r >> 24) % kCounters);
+      int64_t res;
+      st.inflight.store(1);
+      Status s = cache::IncrBy(c, ci % 2 ? to : tg, CounterKey(ci), 1, &res);
+      if (s == Status::kOk) st.incr_ok.fetch_add(1);
+      st.inflight.store(0);
+      if (s != Status::kOk) {
+        st.errors.fetch_add(1);
+        Fail(sh, ("incr failed: " + std::string(mem::StatusName(s))).c_str());
+      }
+    }
+  }
+  c.alloc.FlushToGlobal();
+  _exit(0);
+}
+
+[[noreturn]] void Maintainer(mem::Arena& a, Shared* sh, const Config& cfg) {
+  cache::Ctx c(a, static_cast<uint32_t>(1 + cfg.procs));
+  cache::TableRef tg, to;
+  (void)cache::OpenCollection(c, "grow", &tg);
+  (void)cache::OpenCollection(c, "ovf", &to);
+  while (!sh->start.load()) std::this_thread::yield();
+  int tick = 0;
+  while (!sh->stop.load(std::memory_order_relaxed)) {
+    sh->splits_seen.fetch_add(cache::GrowStep(c, tg, 32));
+    (void)cache::GrowStep(c, to, 32);
+    if (++tick % 10 == 0) {
+      (void)cache::SweepExpired(c, tg, 1u << 20, {});
+      (void)cache::SweepExpired(c, to, 1u << 20, {});
+      (void)cache::RepairDead(c);
+    }
+    // Every 4th round, force churn of the growth machinery: shrink then grow.
+    if (tick % 40 == 0) {
+      (void)cache::ResizeCollection(c, "grow", (tick / 40) % 2 ? 16 : 4096);
+    }
+    usleep(2000);
+  }
+  _exit(0);
+}
+
+pid_t Spawn(mem::Arena& a, Shared* sh, const Config& cfg, int idx) {
+  pid_t p = fork();
+  if (p == 0) {
+    if (idx < 0) Maintainer(a, sh, cfg);
+    Worker(a, sh, cfg, idx);
+  }
+  return p;
+}
+
+int Run(const Config& cfg) {
+  mem::ArenaOptions o;
+  o.arena_mb = 128;
+  o.arena_cap_mb = 512;
+  o.max_procs = 64;
+  std::string err;
+  mem::Arena* a = mem::Arena::Create(o, &err);
+  if (!a) {
+    std::fprintf(stderr, "soak: arena: %s\n", err.c_str());
+    return 2;
+  }
+  std::printf("soak: %d procs, %d s, %d churn keys, %d immortal, crash=%d, tier=%s\n", cfg.procs,
+              cfg.seconds, cfg.keys, cfg.immortal, cfg.crash, mem::TierName(a->tier()));
+  (void)cache::InitCatalog(*a, 0xC0FFEEull + cfg.seed);
+  auto* sh = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  std::memset(static_cast<void*>(sh), 0, sizeof(Shared));
+  cache::TableRef tg, to;
+  {
+    cache::Ctx c(*a, 0);
+    cache::CollectionOptions g;
+    g.buckets = 16;
+    (void)cache::CreateCollection(c, "grow", g, &tg);
+    cache::CollectionOptions v;
+    v.buckets = 16;
+    v.load_x100 = 1000000;  // never grows: overflow stays busy
+    (void)cache::CreateCollection(c, "ovf", v, &to);
+    for (int i = 0; i < cfg.immortal; ++i) {
+      std::string val(200, static_cast<char>(i & 0xFF));
+      if (cache::Set(c, tg, ImmortalKey(i), val) != Status::kOk) {
+        std::fprintf(stderr, "soak: seeding failed\n");
+        return 2;
+      }
+    }
+    // Pre-fork: give the parent's private cells back; the children never
+    // use the parent's slot.
+    c.alloc.FlushToGlobal();
+  }
+  std::vector<pid_t> pids(cfg.procs);
+  for (int i = 0; i < cfg.procs; ++i) pids[i] = Spawn(*a, sh, cfg, i);
+  pid_t maint = Spawn(*a, sh, cfg, -1);
+  sh->start.store(1);
+  auto t0 = std::chrono::steady_clock::now();
+  auto end = t0 + std::chrono::seconds(cfg.seconds);
+  uint64_t rng = cfg.seed * 31 + 7;
+  int kills = 0, maint_kills = 0;
+  uint64_t uncertain = 0;
+  if (cfg.crash > 0) {
+    auto gap = std::chrono::microseconds(cfg.seconds * 1000000LL / (cfg.crash + 1));
+    while (kills < cfg.crash && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(gap / 2 + std::chrono::microseconds(Rng(rng) % gap.count()));
+      int victim = static_cast<int>(Rng(rng) % (cfg.procs + 1));
+      pid_t p = victim == cfg.procs ? maint : pids[victim];
+      kill(p, SIGKILL);
+      int status;
+      waitpid(p, &status, 0);
+      ++kills;
+      if (victim == cfg.procs) {
+        ++maint_kills;
+        maint = Spawn(*a, sh, cfg, -1);
+      } else {
+        uncertain += sh->w[victim].inflight.exchange(0);
+        pids[victim] = Spawn(*a, sh, cfg, victim);
+      }
+    }
+  }
+  std::this_thread::sleep_until(end);
+  sh->stop.store(1);
+  int bad_exit = 0;
+  for (pid_t p : pids) {
+    int status;
+    waitpid(p, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad_exit;
+  }
+  int status;
+  waitpid(maint, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad_exit;
+
+  // ---- verification (the parent, all children gone) ----
+  cache::Ctx c(*a, 0);
+  uint32_t repaired = cache::RepairDead(c);
+  int failures = 0;
+  auto fail = [&](const std::string& m) {
+    if (failures++ < 10) std::printf("  FAIL: %s\n", m.c_str());
+  };
+  if (sh->first_error[0]) fail(std::string("during run: ") + sh->first_error);
+  if (bad_exit) fail(std::to_string(bad_exit) + " child(ren) exited abnormally");
+  std::string v;
+  for (int i = 0; i < cfg.immortal; ++i) {
+    if (cache::GetString(c, tg, ImmortalKey(i), &v) != Status::kOk ||
+        v != std::string(200, static_cast<char>(i & 0xFF))) {
+      fail("immortal key lost: " + ImmortalKey(i));
+    }
+  }
+  uint64_t sum = 0, acked = 0, ops = 0, torn = 0;
+  for (int i = 0; i < kCounters; ++i) {
+    if (cache::GetString(c, i % 2 ? to : tg, CounterKey(i), &v) == Status::kOk) {
+      sum += std::strtoull(v.c_str(), nullptr, 10);
+    }
+  }
+  for (int i = 0; i < cfg.procs; ++i) {
+    acked += sh->w[i].incr_ok.load();
+    ops += sh->w[i].ops.load();
+    torn += sh->w[i].torn.load();
+  }
+  if (sum < acked || sum > acked + uncertain) {
+    fail("counter sum " + std::to_string(sum) + " != acknowledged increments " +
+         std::to_string(acked) + " (+ up to " + std::to_string(uncertain) + " in flight)");
+  }
+  // Every bucket unlocked and even; immortal keys found by a full SCAN.
+  uint64_t linked = 0, scanned_imm = 0;
+  for (const cache::TableRef* t : {&tg, &to}) {
+    const cache::TableHeader& h = *t->h;
+    uint64_t span = uint64_t{h.nsegs} << cache::kSegShift;
+    for (uint64_t i = 0; i < span; ++i) {
+      cache::Bucket* b = cache::detail::BucketAt(*a, h, i);
+      if (!b) continue;
+      if (mem::LockHolder(b->lock) != 0 || (b->seq.load() & 1)) {
+        fail("bucket " + std::to_string(i) + " left locked or odd");
+      }
+      if (i < cache::detail::RouteBuckets(h.route.load())) linked += cache::Used(cache::TagsHi(*b));
+    }
+    linked += h.ovf.count.load();
+    if (mem::LockHolder(h.ovf.lock) != 0 || (h.ovf.seq.load() & 1)) fail("overflow left locked");
+  }
+  uint64_t cursor = 0;
+  int steps = 0;
+  do {
+    if (cache::ScanStep(c, tg, cursor, 64, {.glob = "imm:*"},
+                        [&](const cache::ScanItem&) { ++scanned_imm; }, &cursor) != Status::kOk) {
+      fail("scan failed");
+      break;
+    }
+  } while (cursor != 0 && ++steps < 10000000);
+  if (scanned_imm < static_cast<uint64_t>(cfg.immortal)) {
+    fail("scan returned " + std::to_string(scanned_imm) + " immortal keys of " +
+         std::to_string(cfg.immortal));
+  }
+  uint64_t entries = cache::CollectionEntries(c, tg) + cache::CollectionEntries(c, to);
+  if (cfg.crash == 0 && entries != linked) {
+    fail("entry count " + std::to_string(entries) + " != linked records " + std::to_string(linked));
+  }
+  cache::CollectionInfo gi, oi;
+  (void)cache::CollectionInfoOf(c, tg, &gi);
+  (void)cache::CollectionInfoOf(c, to, &oi);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("SOAK RESULT ops=%llu (%.2f Mops/s) torn=%llu counter_sum=%llu acked=%llu "
+              "splits+merges=%llu buckets=%llu overflow=%u kills=%d (maint %d) bucket_repairs=%llu repair_dead=%u => %s\n",
+              static_cast<unsigned long long>(ops), ops / secs / 1e6,
+              static_cast<unsigned long long>(torn), static_cast<unsigned long long>(sum),
+              static_cast<unsigned long long>(acked),
+              static_cast<unsigned long long>(gi.stats[cache::kStatSplits] +
+                                              gi.stats[cache::kStatMerges]),
+              static_cast<unsigned long long>(gi.buckets), to.h->ovf.count.load(), kills,
+              maint_kills,
+              static_cast<unsigned long long>(gi.stats[cache::kStatRepairs] +
+                                              oi.stats[cache::kStatRepairs]),
+              repaired, failures ? "*** FAIL ***" : "PASS");
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
+    if (a == "--procs") cfg.procs = next();
+    else if (a == "--seconds") cfg.seconds = next();
+    else if (a == "--keys") cfg.keys = next();
+    else if (a == "--immortal") cfg.immortal = next();
+    else if (a == "--crash") cfg.crash = next();
+    else if (a == "--seed") cfg.seed = static_cast<uint64_t>(next());
+    else {
+      std::fprintf(stderr,
+                   "usage: engine_soak [--procs N] [--seconds S] [--keys K] [--immortal I] "
+                   "[--crash KILLS] [--seed N]\n");
+      return 2;
+    }
+  }
+  if (cfg.procs < 1 || cfg.procs > kMaxWorkers || cfg.seconds < 1 || cfg.keys < 1 ||
+      cfg.immortal < 1) {
+    std::fprintf(stderr, "engine_soak: bad arguments\n");
+    return 2;
+  }
+  return Run(cfg);
+}

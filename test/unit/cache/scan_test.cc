@@ -1,0 +1,133 @@
+// perfcached — unit tests for cache/scan (SCAN guarantees across splits and merges).
+// Copyright (c) 2026 the perfcached authors.
+#include <map>
+#include <set>
+
+#include "test/unit/cache/fixture.h"
+// CppUTest last: its operator-new macros must not meet the standard headers.
+#include "CppUTest/TestHarness.h"
+
+using mem::Status;
+
+namespace {
+
+// Run a whole scan, calling `between` after every step.
+std::multiset<std::string> FullScan(cache::Ctx& c, const cache::TableRef& t, uint32_t count,
+                                    const cache::ScanFilter& f,
+                                    const std::function<void()>& between = {}) {
+  std::multiset<std::string> out;
+  uint64_t cursor = 0;
+  int guard = 0;
+  do {
+    Status s = cache::ScanStep(c, t, cursor, count, f,
+                               [&](const cache::ScanItem& it) { out.insert(std::string(it.key)); },
+                               &cursor);
+    if (s != Status::kOk) break;
+    if (between) between();
+  } while (cursor != 0 && ++guard < 1000000);
+  return out;
+}
+
+cache::ScanFilter TypeF(int type) {
+  cache::ScanFilter f;
+  f.type = type;
+  return f;
+}
+
+}  // namespace
+
+TEST_GROUP(Scan) {
+  testing::EngineFixture* f;
+  void setup() override { f = new testing::EngineFixture(); }
+  void teardown() override { delete f; }
+  cache::Ctx& c() { return *f->ctx; }
+};
+
+TEST(Scan, ReturnsEveryKeyOnce) {
+  cache::TableRef t = f->Table("t", 64);
+  for (int i = 0; i < 3000; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  while (cache::GrowStep(c(), t, 4096) > 0) {
+  }
+  auto keys = FullScan(c(), t, 10, {});
+  CHECK_EQUAL(3000u, keys.size());
+  CHECK_EQUAL(3000u, std::set<std::string>(keys.begin(), keys.end()).size());
+}
+
+TEST(Scan, IncludesOverflowEntries) {
+  cache::TableRef t = f->Table("t", 16, 1000000);
+  for (int i = 0; i < 1000; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  CHECK(t.h->ovf.count.load() > 0);
+  auto keys = FullScan(c(), t, 3, {});
+  CHECK_EQUAL(1000u, std::set<std::string>(keys.begin(), keys.end()).size());
+  CHECK_EQUAL(1000u, keys.size());
+}
+
+TEST(Scan, SurvivesSplitsDuringScan) {
+  cache::TableRef t = f->Table("t", 16);
+  for (int i = 0; i < 2000; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  // The table is far above its load factor: every step below splits.
+  int extra = 0;
+  auto keys = FullScan(c(), t, 1, {}, [&] {
+    cache::GrowStep(c(), t, 7);
+    // Keys come and go during the scan; the stable ones must all appear.
+    CHECK(cache::Set(c(), t, "tmp:" + std::to_string(extra++), "v") == Status::kOk);
+  });
+  std::set<std::string> uniq(keys.begin(), keys.end());
+  for (int i = 0; i < 2000; ++i) CHECK(uniq.count(testing::Key(i)) == 1);
+  cache::CollectionInfo ci;
+  CHECK(cache::CollectionInfoOf(c(), t, &ci));
+  CHECK(ci.stats[cache::kStatSplits] > 50);
+}
+
+TEST(Scan, SurvivesMergesDuringScan) {
+  cache::TableRef t = f->Table("t", 16);
+  for (int i = 0; i < 4000; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  while (cache::GrowStep(c(), t, 4096) > 0) {
+  }
+  for (int i = 200; i < 4000; ++i) CHECK(cache::Del(c(), t, testing::Key(i)) == Status::kOk);
+  auto keys = FullScan(c(), t, 1, {}, [&] { cache::GrowStep(c(), t, 5); });
+  std::set<std::string> uniq(keys.begin(), keys.end());
+  for (int i = 0; i < 200; ++i) CHECK(uniq.count(testing::Key(i)) == 1);
+  CHECK_EQUAL(200u, uniq.size());
+  cache::CollectionInfo ci;
+  CHECK(cache::CollectionInfoOf(c(), t, &ci));
+  CHECK(ci.stats[cache::kStatMerges] > 50);
+}
+
+TEST(Scan, FiltersGlobTypeAndExpired) {
+  cache::TableRef t = f->Table("t");
+  CHECK(cache::Set(c(), t, "user:1", "a") == Status::kOk);
+  CHECK(cache::Set(c(), t, "user:2", "b") == Status::kOk);
+  CHECK(cache::Set(c(), t, "sess:1", "c") == Status::kOk);
+  int64_t r;
+  CHECK(cache::IncrBy(c(), t, "user:ctr", 1, &r) == Status::kOk);
+  cache::StoreOpts o;
+  o.expire_ms = cache::NowMs(c()) - 1;  // already expired
+  CHECK(cache::Set(c(), t, "user:gone", "x", o) == Status::kOk);
+  CHECK_EQUAL(3u, FullScan(c(), t, 100, {.glob = "user:*"}).size());
+  CHECK_EQUAL(1u, FullScan(c(), t, 100, {.glob = "USER:1", .nocase = true}).size());
+  CHECK_EQUAL(4u, FullScan(c(), t, 100, TypeF(cache::kTypeString)).size());  // ints are strings
+  CHECK_EQUAL(0u, FullScan(c(), t, 100, TypeF(cache::kTypeHash)).size());
+}
+
+TEST(Scan, ValuesAndBadCursor) {
+  cache::TableRef t = f->Table("t");
+  CHECK(cache::Set(c(), t, "k", "value") == Status::kOk);
+  std::map<std::string, std::string> got;
+  uint64_t cur = 0;
+  cache::ScanFilter vf;
+  vf.values = true;
+  do {
+    CHECK(cache::ScanStep(c(), t, cur, 100, vf,
+                          [&](const cache::ScanItem& it) {
+                            got[std::string(it.key)] = std::string(it.value);
+                          },
+                          &cur) == Status::kOk);
+  } while (cur != 0);
+  STRCMP_EQUAL("value", got["k"].c_str());
+  uint64_t next;
+  CHECK(cache::ScanStep(c(), t, (uint64_t{1} << 40) | 10, 1, {}, [](const cache::ScanItem&) {},
+                        &next) == Status::kInvalid);
+  CHECK(cache::ScanStep(c(), t, 63, 1, {}, [](const cache::ScanItem&) {}, &next) ==
+        Status::kInvalid);
+}

@@ -87,7 +87,7 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
     if (node != 0) {
       st = CopyRecord(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), key.size(), buf, want, ri);
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
+    mem::SeqReadFence();
     if (h.ovf.seq.load(std::memory_order_relaxed) == s1) return st;
   }
   LockOverflow(c, h);
@@ -147,7 +147,7 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
       }
       int i = FindInBucket(a, *b, tag, key, &rec);
       if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri);
-      std::atomic_thread_fence(std::memory_order_acquire);
+      mem::SeqReadFence();
       if (b->seq.load(std::memory_order_relaxed) != s1) {
         Count(c, h, kStatSeqRetries);
         continue;

@@ -72,7 +72,7 @@ void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values,
       Item it;
       if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, &it)) out->push_back(std::move(it));
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
+    mem::SeqReadFence();
     if (b->seq.load(std::memory_order_relaxed) == s1) return;
   }
   out->resize(base);
@@ -113,7 +113,7 @@ void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool valu
       mem::Unlock(h.ovf.lock);
       return;
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
+    mem::SeqReadFence();
     if (h.ovf.seq.load(std::memory_order_relaxed) == s1) return;
   }
 }

@@ -29,7 +29,7 @@ bool NameIs(const TableHeader& h, std::string_view name) {
     if (s1 & 1) continue;
     char buf[64];
     mem::AtomicCopyOut(buf, h.name, sizeof buf);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    mem::SeqReadFence();
     if (h.name_seq.load(std::memory_order_relaxed) != s1) continue;
     buf[63] = 0;
     return std::string_view(buf) == name;
@@ -42,7 +42,7 @@ std::string NameOf(const TableHeader& h) {
     if (s1 & 1) continue;
     char buf[64];
     mem::AtomicCopyOut(buf, h.name, sizeof buf);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    mem::SeqReadFence();
     if (h.name_seq.load(std::memory_order_relaxed) != s1) continue;
     buf[63] = 0;
     return std::string(buf);

@@ -118,9 +118,15 @@ bool Arena::PopulateLocked(size_t upto) {
 }
 
 int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
+  (void)Lock(hdr()->group_lock);  // every holder leaves the map consistent at each store
+  int64_t g = AllocGroupsLocked(n, kind);
+  Unlock(hdr()->group_lock);
+  return g;
+}
+
+int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {
   ArenaHeader* h = hdr();
   if (n == 0 || n > h->ngroups) return -1;
-  (void)Lock(h->group_lock);  // every holder leaves the map consistent at each store
   int64_t first = -1;
   // Reuse freed groups first (first fit), then extend the high-water mark.
   uint32_t run = 0;
@@ -136,7 +142,6 @@ int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
     uint64_t start = h->hwm_groups;
     if (start + n > h->ngroups || !PopulateLocked((start + n) * kGroupSize)) {
       h->nomem_events.fetch_add(1, std::memory_order_relaxed);
-      Unlock(h->group_lock);
       return -1;
     }
     first = static_cast<int64_t>(start);
@@ -146,7 +151,6 @@ int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
       if (EntryKind(group_map_[g]) == GroupKind::kReleased) {
         if (!PopulateRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier())) {
           h->nomem_events.fetch_add(1, std::memory_order_relaxed);
-          Unlock(h->group_lock);
           return -1;
         }
         h->released_bytes.fetch_sub(kGroupSize, std::memory_order_relaxed);
@@ -159,7 +163,6 @@ int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
     __atomic_store_n(group_map_ + first + i, Entry(cont, i), __ATOMIC_RELEASE);
   }
   __atomic_store_n(group_map_ + first, Entry(kind, n), __ATOMIC_RELEASE);
-  Unlock(h->group_lock);
   return first;
 }
 
@@ -197,12 +200,11 @@ Off Arena::RegionAlloc(size_t bytes) {
   }
   (void)Lock(h->group_lock);
   if (h->region_group == 0 || h->region_pos + bytes > kGroupSize) {
-    Unlock(h->group_lock);
-    int64_t g = AllocGroups(1, GroupKind::kRegion);
-    if (g < 0) return 0;
-    (void)Lock(h->group_lock);
-    // Another process may have refreshed the region group meanwhile: the
-    // remainder of the older group is simply left unused.
+    int64_t g = AllocGroupsLocked(1, GroupKind::kRegion);
+    if (g < 0) {
+      Unlock(h->group_lock);
+      return 0;
+    }
     h->region_group = static_cast<uint32_t>(g);
     h->region_pos = 0;
     h->region_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
@@ -218,10 +220,11 @@ Off Arena::CarveChunk(size_t bytes) {
   ArenaHeader* h = hdr();
   (void)Lock(h->group_lock);
   if (h->carve_group == 0 || h->carve_pos + bytes > kGroupSize) {
-    Unlock(h->group_lock);
-    int64_t g = AllocGroups(1, GroupKind::kSlab);
-    if (g < 0) return 0;
-    (void)Lock(h->group_lock);
+    int64_t g = AllocGroupsLocked(1, GroupKind::kSlab);
+    if (g < 0) {
+      Unlock(h->group_lock);
+      return 0;
+    }
     h->carve_group = static_cast<uint32_t>(g);
     h->carve_pos = 0;
   }

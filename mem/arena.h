@@ -104,7 +104,7 @@ struct ArenaHeader {
   std::atomic<uint64_t> slab_chunks;
   std::atomic<uint64_t> region_bytes;
   std::atomic<uint64_t> nomem_events;   // allocation refusals (arena full)
-  char tier_note[192];            // why this tier, and how to reach a better one
+  char tier_note[320];            // why this tier, and how to reach a better one
 };
 static_assert(std::is_standard_layout_v<ArenaHeader>);
 static_assert(offsetof(ArenaHeader, magic) == 0);
@@ -142,6 +142,7 @@ class Arena {
   // Group allocator (takes group_lock). n contiguous groups of `kind`.
   // Returns the first group index, or -1 when the arena is full.
   int64_t AllocGroups(uint32_t n, GroupKind kind);
+  int64_t AllocGroupsLocked(uint32_t n, GroupKind kind);  // group_lock held
   void FreeGroups(uint32_t first);            // a large run, by its head
   uint32_t GroupEntry(uint32_t g) const {     // atomic read of the group map
     return __atomic_load_n(group_map_ + g, __ATOMIC_ACQUIRE);

@@ -144,7 +144,9 @@ Status Allocator::Refill(int cls, ClassCache& c) {
       ++n;
     }
     p.head = cur;
-    p.count -= n;
+    // count is advisory: a holder killed between the head and count stores
+    // leaves it low; never let it wrap.
+    p.count = p.count > n ? p.count - n : (cur != 0 ? 1 : 0);
     Unlock(p.lock);
     if (n > 0) {
       SetLink(*arena_, last, c.free_head);  // private stack is empty here
@@ -171,7 +173,7 @@ Status Allocator::Refill(int cls, ClassCache& c) {
 
 Status Allocator::AllocLarge(size_t bytes, Off* out) {
   ArenaHeader* h = arena_->hdr();
-  if (bytes > h->max_value + 65536) return Status::kTooBig;
+  if (bytes > h->max_value + kMaxRecordOverhead) return Status::kTooBig;
   uint32_t n = static_cast<uint32_t>((bytes + kGroupSize - 1) / kGroupSize);
   int64_t g = arena_->AllocGroups(n, GroupKind::kLargeHead);
   if (g < 0) return Status::kNoMem;

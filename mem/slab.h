@@ -31,7 +31,8 @@
 // cachedb_perf soak found). A slot whose process died is *adopted*: its free
 // stack and bump remainder go to the global pools, then the slot is reset.
 // Slot state is kept crash-consistent: the list head is stored last, so a
-// process killed mid-operation leaks at most one cell, never corrupts.
+// process killed mid-operation never corrupts a list; it leaks the cells in
+// flight (one cell, or a refill / donation batch of up to kDonate).
 
 #include <array>
 #include <cstddef>
@@ -47,6 +48,9 @@ namespace mem {
 inline constexpr size_t kMinCell = 16;
 inline constexpr size_t kMaxCell = 256u << 10;
 inline constexpr uint8_t kLargeClass = 0xFF;
+// What a record may need above its value: cache/record.h's 20-byte header,
+// a key of up to 65535 bytes and the 8-byte alignment of an int value.
+inline constexpr size_t kMaxRecordOverhead = 65536 + 64;
 
 constexpr int CountClasses() {
   int n = 0;
@@ -71,7 +75,8 @@ static_assert(kClassSize[kNumClasses - 1] == kMaxCell);
 
 // Smallest class whose cells hold `bytes`; -1 above kMaxCell.
 int ClassFor(size_t bytes);
-// Chunk bytes for a class: >= 32 cells, a power of two in [64 KiB, 2 MiB].
+// Chunk bytes for a class: a power of two in [64 KiB, 2 MiB], >= 32 cells
+// up to 64 KiB cells, >= 8 above.
 size_t ChunkBytes(int cls);
 
 // Global pool of one class. 64 bytes, one per class, in arena metadata.

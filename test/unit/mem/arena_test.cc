@@ -1,6 +1,7 @@
 // perfcached — unit tests for mem/arena: creation, tiers, groups, regions.
 // Copyright (c) 2026 the perfcached authors.
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -355,6 +356,8 @@ TEST(Arena, TierNoteKeepsAllAdviceWhenMlockRefused) {
     }
     rlimit rl{0, 0};
     setrlimit(RLIMIT_MEMLOCK, &rl);
+    alignas(4096) static char probe[4096];
+    if (mlock(probe, sizeof probe) == 0) return 77;  // cannot be refused here (ASan fakes mlock)
     ArenaOptions o;
     o.arena_mb = 8;
     o.arena_cap_mb = 16;
@@ -370,7 +373,9 @@ TEST(Arena, TierNoteKeepsAllAdviceWhenMlockRefused) {
     Arena::Destroy(b);
     return 0;
   });
-  CHECK_EQUAL(0, memtest::WaitExit(p));
+  int rc = memtest::WaitExit(p);
+  if (rc == 77) return;  // no way to make mlock fail in this build: nothing to test
+  CHECK_EQUAL(0, rc);
   CHECK_EQUAL(1, out->created);
   CHECK_EQUAL(0, out->locked);
   CHECK_TEXT(std::strstr(out->note, "mlock refused") != nullptr, out->note);

@@ -44,6 +44,25 @@ void ClearBucketLocked(Bucket& b) {
   for (int i = 0; i < kSlots; ++i) SetSlot(b, i, 0);
 }
 
+// Unlink overflow node `node` from its chain (overflow lock held, inside
+// the overflow seq bracket). One store: crash-consistent.
+bool UnlinkNodeLocked(const mem::Arena& a, TableHeader& h, Off node) {
+  Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+  for (uint32_t j = 0; j < kOvfHeads; ++j) {
+    Off* link = &heads[j];
+    uint32_t guard = 1u << 16;
+    for (Off n = mem::LoadRelaxed32(link); n != 0 && guard-- > 0; n = mem::LoadRelaxed32(link)) {
+      if (n == node) {
+        mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(n) + kNodeNext));
+        h.ovf.count.fetch_sub(1, std::memory_order_release);
+        return true;
+      }
+      link = reinterpret_cast<Off*>(a.At(n) + kNodeNext);
+    }
+  }
+  return false;
+}
+
 // Split bucket `split` into its partner. Admin lock held.
 bool Split(Ctx& c, TableHeader& h) {
   const mem::Arena& a = c.arena;
@@ -79,15 +98,58 @@ bool Split(Ctx& c, TableHeader& h) {
       moved |= 1u << i;
     }
   }
+  uint64_t nsplit = split + 1;
+  uint64_t nroute = nsplit == (uint64_t{1} << level) ? uint64_t{level + 1} << 32
+                                                      : (uint64_t{level} << 32) | nsplit;
+  // Overflow entries that now route to S or P come home while there is room
+  // (a grown table would otherwise keep its early spill forever). They are
+  // copied into the bucket first and unlinked from overflow only after the
+  // route is published: a crash in between leaves a duplicate that the
+  // bucket's repair removes from overflow, never a lost key.
+  struct Home {
+    Off node;
+    Off rec;
+    uint8_t tag;
+    bool to_p;
+  };
+  Home homes[2 * kSlots];
+  uint32_t nhomes = 0, s_room = kSlots - (used - static_cast<uint32_t>(__builtin_popcount(moved)));
+  bool ovf_locked = false;
+  if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+    LockOverflow(c, h);
+    ovf_locked = true;
+    Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+    uint32_t bits = std::min<uint32_t>(level + 1, 10);
+    uint64_t m = (uint64_t{1} << bits) - 1;
+    for (uint64_t j = 0; j < kOvfHeads; ++j) {
+      if ((j & m) != (s & m) && (j & m) != (p & m)) continue;
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0 && guard-- > 0;
+           node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
+        Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+        std::string_view key;
+        if (!RecordKey(a, rec, &tmp, &key)) continue;
+        uint64_t hash = HashOf(c, key);
+        uint64_t ni = RouteIdx(nroute, hash);
+        if (ni == p && pu < kSlots) {
+          SetSlot(*bp, static_cast<int>(pu), rec);
+          SetTag(*bp, static_cast<int>(pu), TagOf(hash));
+          ++pu;
+          homes[nhomes++] = Home{node, rec, TagOf(hash), true};
+        } else if (ni == s && s_room > 0) {
+          --s_room;
+          homes[nhomes++] = Home{node, rec, TagOf(hash), false};
+        }
+        if (nhomes == 2 * kSlots) break;
+      }
+    }
+  }
   SetUsed(*bp, pu);
   SetHint(a, h, p, MinHint(a, *bp));
   // Publish the new route while S is still odd: a reader that sees S stable
   // and misses is guaranteed to see the new route on its re-check. Only
   // then drop the moved entries from S (a crash before this point leaves S
   // intact and P unreachable; after it, repair drops S's misrouted copies).
-  uint64_t nsplit = split + 1;
-  uint64_t nroute = nsplit == (uint64_t{1} << level) ? uint64_t{level + 1} << 32
-                                                      : (uint64_t{level} << 32) | nsplit;
   h.route.store(nroute, std::memory_order_release);
   uint32_t keep = 0;
   for (uint32_t i = 0; i < used; ++i) {
@@ -99,12 +161,27 @@ bool Split(Ctx& c, TableHeader& h) {
     ++keep;
   }
   for (uint32_t i = keep; i < used; ++i) SetSlot(*bs, static_cast<int>(i), 0);
+  for (uint32_t i = 0; i < nhomes; ++i) {
+    if (homes[i].to_p) continue;
+    SetSlot(*bs, static_cast<int>(keep), homes[i].rec);
+    SetTag(*bs, static_cast<int>(keep), homes[i].tag);
+    ++keep;
+  }
   SetUsed(*bs, keep);
   SetHint(a, h, s, MinHint(a, *bs));
+  if (ovf_locked) {
+    if (nhomes > 0) {
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      for (uint32_t i = 0; i < nhomes; ++i) UnlinkNodeLocked(a, h, homes[i].node);
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    }
+    mem::Unlock(h.ovf.lock);
+  }
   WriteEnd(*bp);
   WriteEnd(*bs);
   mem::Unlock(bp->lock);
   mem::Unlock(bs->lock);
+  for (uint32_t i = 0; i < nhomes; ++i) c.alloc.Free(homes[i].node);
   Count(c, h, kStatSplits);
   return true;
 }
@@ -316,6 +393,27 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
   }
   SetUsed(b, n);
   SetHint(a, h, idx, MinHint(a, b));
+  // A split that died between bringing overflow entries home and unlinking
+  // them leaves the same record in the bucket and in overflow: unlink the
+  // overflow copy ("a key is in its bucket or in overflow, never both").
+  // The node is leaked, not freed (see above).
+  auto& th = const_cast<TableHeader&>(h);
+  if (n > 0 && th.ovf.count.load(std::memory_order_acquire) != 0) {
+    LockOverflow(c, th);
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string_view key;
+      if (!RecordKey(a, keep[i], &tmp, &key)) continue;
+      Off* link = nullptr;
+      Off node = OvfFind(a, th, HashOf(c, key), key, &link);
+      if (node != 0) {
+        th.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+        mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+        th.ovf.count.fetch_sub(1, std::memory_order_release);
+        th.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      }
+    }
+    mem::Unlock(th.ovf.lock);
+  }
   WriteEnd(b);  // odd -> even
   Count(c, h, kStatRepairs);
 }

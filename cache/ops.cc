@@ -53,9 +53,11 @@ bool KeyEquals(const mem::Arena& a, Off rec, std::string_view key) {
   return mem::AtomicEqual(v.key(), key);
 }
 
+}  // namespace
+
 // Overflow chain search: node and the link that points at it.
-Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::string_view key,
-            Off** link_out) {
+Off detail::OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash,
+                    std::string_view key, Off** link_out) {
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   Off* link = &heads[hash & (kOvfHeads - 1)];
   uint32_t guard = 1u << 16;
@@ -72,6 +74,8 @@ Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::strin
   }
   return 0;
 }
+
+namespace {
 
 Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std::span<char> buf,
                bool want, ReadInfo* ri) {
@@ -165,7 +169,13 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
     }
     if (rec == 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
       st = OvfRead(c, h, hash, key, buf, want, &ri);
-      if (st != Status::kNotFound) rec = 1;
+      if (st != Status::kNotFound) {
+        rec = 1;
+      } else if (h.route.load(std::memory_order_acquire) != route) {
+        // A split moved overflow entries into buckets meanwhile (it
+        // publishes the route before it unlinks them): look again.
+        continue;
+      }
     }
     if (!Live(h, t)) return Status::kStale;
     if (rec == 0 || Expired(ri.expire_ms, now)) {

@@ -87,15 +87,19 @@ struct alignas(64) TableHeader {
   Off stats;                       // Off -> StatLine[max_procs]
   uint32_t min_buckets;            // resize target (grow to / shrink no lower)
   uint32_t load_x100;              // target entries per bucket x 100
-  Overflow ovf;
-  mem::ShmLock admin;              // split / merge / resize / drop
+  uint8_t pad_read_mostly[24];     // lines 0-1: read by every operation
+  Overflow ovf;                    // line 2: written by overflow writers only
+  uint8_t pad_ovf[48];
+  mem::ShmLock admin;              // line 3+: split / merge / resize / drop
   uint32_t nsegs;                  // segments allocated (admin lock)
   std::atomic<int64_t> created_ms;
   std::atomic<uint64_t> stat_base[16];  // reset baselines (perf_stats_reset)
 };
 static_assert(std::is_standard_layout_v<TableHeader>);
 static_assert(offsetof(TableHeader, route) == 80);
-static_assert(sizeof(TableHeader) == 320);
+static_assert(offsetof(TableHeader, ovf) == 128);   // own cache line: no false sharing
+static_assert(offsetof(TableHeader, admin) == 192);  // with route / dir / gen
+static_assert(sizeof(TableHeader) == 384);
 
 inline constexpr uint32_t kTableExpiredEvents = 1;
 
@@ -282,6 +286,8 @@ inline uint32_t ExpireHint(int64_t expire_ms) {
   uint64_t s = static_cast<uint64_t>(expire_ms) / 1000;
   return s == 0 ? 1 : (s > 0xFFFFFFFFu ? 0xFFFFFFFFu : static_cast<uint32_t>(s));
 }
+Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::string_view key,
+            Off** link_out);
 void LowerHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, int64_t expire_ms);
 // Strict Redis integer parse (no spaces, no '+', no leading zeros).
 bool ParseInt64(std::string_view s, int64_t* out);

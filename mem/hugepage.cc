@@ -30,9 +30,12 @@ long SmapsHugeKb(const void* p) {
   long best = 0;
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   while (std::fgets(line, sizeof line, f)) {
+    // A mapping header is "lo-hi perms offset dev inode [path]"; field
+    // lines are "Name:   value kB". (The dev field "00:01" has a colon, so
+    // the header cannot be told apart by the absence of one.)
     uintptr_t lo, hi;
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && std::strchr(line, '-') &&
-        !std::strchr(line, ':')) {
+    char perms[8];
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &lo, &hi, perms) == 3) {
       in = (a >= lo && a < hi);
       continue;
     }

@@ -370,3 +370,18 @@ TEST(Catalog, ResizeBothWays) {
   CHECK(ci.buckets <= 128);  // shrinks while load < lf/2 (200 keys, lf 4)
   for (int i = 0; i < 200; ++i) STRCMP_EQUAL("v", Get(c(), a, testing::Key(i)).c_str());
 }
+
+TEST(Ops, OverflowEntriesComeHomeOnSplit) {
+  cache::TableRef g = f->Table("late", 16);
+  // Insert 20,000 keys into 16 buckets before any growth: nearly all spill.
+  for (int i = 0; i < 20000; ++i) CHECK(cache::Set(c(), g, testing::Key(i), testing::Key(i)) == Status::kOk);
+  CHECK(g.h->ovf.count.load() > 19000);
+  while (cache::GrowStep(c(), g, 4096) > 0) {
+  }
+  // At load 4 with 11 slots a table created at size keeps ~0.1% in overflow.
+  CHECK(g.h->ovf.count.load() < 200);
+  for (int i = 0; i < 20000; ++i) STRCMP_EQUAL(testing::Key(i).c_str(), Get(c(), g, testing::Key(i)).c_str());
+  CHECK_EQUAL(20000u, cache::CollectionEntries(c(), g));
+  for (int i = 0; i < 20000; ++i) CHECK(cache::Del(c(), g, testing::Key(i)) == Status::kOk);
+  CHECK_EQUAL(0u, g.h->ovf.count.load());
+}

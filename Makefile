@@ -36,9 +36,17 @@ endif
 
 include mem/Makefile.inc
 include cache/Makefile.inc
+include proc/Makefile.inc
+include net/Makefile.inc
+include modules/Makefile.inc
 
 ENGINE_SRCS := $(MEM_SRCS) $(CACHE_SRCS)
 ENGINE_OBJS := $(ENGINE_SRCS:%.cc=$(BUILD)/%.o)
+DAEMON_SRCS := $(PROC_SRCS) $(NET_SRCS) $(MODULES_SRCS)
+DAEMON_OBJS := $(DAEMON_SRCS:%.cc=$(BUILD)/%.o)
+DAEMON_LIB := $(BUILD)/libperfdaemon.a
+DAEMON_BIN := bin/perfcached
+EVENT_LIBS := $(shell pkg-config --libs libevent_core 2>/dev/null || echo -levent_core)
 UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
 SOAK_OBJS := $(BUILD)/test/soak/engine_soak.o
@@ -57,7 +65,7 @@ $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETT
 .PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build \
         check-deps format-check clean run
 
-all: $(ENGINE_LIB) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
+all: $(ENGINE_LIB) $(DAEMON_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
 
 $(BUILD)/%.o: %.cc $(SETTINGS)
 	@mkdir -p $(dir $@)
@@ -68,10 +76,19 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 	@$(if $(Q),echo "  AR     $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(UNIT_BIN): $(UNIT_OBJS) $(ENGINE_LIB)
+$(DAEMON_LIB): $(DAEMON_OBJS)
+	@$(if $(Q),echo "  AR     $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(DAEMON_BIN): $(BUILD)/$(DAEMON_MAIN:.cc=.o) $(DAEMON_LIB) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK   $@")
-	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(UNIT_OBJS) $(ENGINE_LIB) -lCppUTest -lCppUTestExt $(LDLIBS)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
+
+$(UNIT_BIN): $(UNIT_OBJS) $(DAEMON_LIB) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(UNIT_OBJS) $(DAEMON_LIB) $(ENGINE_LIB) -lCppUTest -lCppUTestExt $(EVENT_LIBS) $(LDLIBS)
 
 $(SOAK_BIN): $(SOAK_OBJS) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
@@ -108,12 +125,20 @@ soak: $(SOAK_BIN)
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob
+FUZZ_TARGETS := glob resp config
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/glob_fuzz.cc cache/glob.cc
+$(BUILD)/fuzz/resp_fuzz: test/fuzz/resp_fuzz.cc net/resp.cc net/resp.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/resp_fuzz.cc net/resp.cc
+$(BUILD)/fuzz/config_fuzz: test/fuzz/config_fuzz.cc proc/config.cc proc/config.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/config_fuzz.cc proc/config.cc
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)
@@ -146,7 +171,12 @@ bench: deps all
 format-check:
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
 
-clean:
-	rm -rf build build-asan build-tsan bench/engine
+run: deps
+	$(Q)$(MAKE) --no-print-directory $(DAEMON_BIN)
+	$(DAEMON_BIN) -D $(RUN_ARGS)
 
+clean:
+	rm -rf build build-asan build-tsan bench/engine bin
+
+-include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d)
 -include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

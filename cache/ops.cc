@@ -446,7 +446,21 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
   }
 }
 
+namespace {
+constexpr uint64_t kAnyVersion = ~uint64_t{0};
+Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version);
+}  // namespace
+
 Status Del(Ctx& c, const TableRef& t, std::string_view key) {
+  return DelImpl(c, t, key, kAnyVersion);
+}
+
+Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key, uint32_t version) {
+  return DelImpl(c, t, key, version);
+}
+
+namespace {
+Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version) {
   TableHeader& h = *t.h;
   const mem::Arena& a = c.arena;
   uint64_t hash = HashOf(c, key);
@@ -459,6 +473,10 @@ Status Del(Ctx& c, const TableRef& t, std::string_view key) {
   }
   Off rec = 0, node = 0;
   int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
+  if (i >= 0 && want_version != kAnyVersion && RecView{a.At(rec)}.version() != want_version) {
+    mem::Unlock(b->lock);
+    return Status::kVersion;
+  }
   if (i >= 0) {
     int last = static_cast<int>(Used(TagsHi(*b))) - 1;
     WriteBegin(*b);
@@ -473,6 +491,12 @@ Status Del(Ctx& c, const TableRef& t, std::string_view key) {
     LockOverflow(c, h);
     Off* link = nullptr;
     node = OvfFind(a, h, hash, key, &link);
+    if (node != 0 && want_version != kAnyVersion &&
+        RecView{a.At(mem::LoadRelaxed32(a.At(node) + kNodeRec))}.version() != want_version) {
+      mem::Unlock(h.ovf.lock);
+      mem::Unlock(b->lock);
+      return Status::kVersion;
+    }
     if (node != 0) {
       rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
@@ -491,6 +515,7 @@ Status Del(Ctx& c, const TableRef& t, std::string_view key) {
   Count(c, h, expired ? kStatExpired : kStatRemoves);
   return expired ? Status::kNotFound : Status::kOk;
 }
+}  // namespace
 
 Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, int64_t* result) {
   TableHeader& h = *t.h;

@@ -207,6 +207,10 @@ struct StoreOpts {
 [[nodiscard]] Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view value,
                          const StoreOpts& o = {});
 [[nodiscard]] Status Del(Ctx& c, const TableRef& t, std::string_view key);
+// Delete only if the record's version is still `version` (kVersion if not):
+// the second half of a read-then-delete (RENAME, GETDEL) without a lost write.
+[[nodiscard]] Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key,
+                                  uint32_t version);
 // INCRBY semantics of Redis: absent = 0; a string value must parse as int64.
 [[nodiscard]] Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta,
                             int64_t* result);

@@ -104,12 +104,15 @@ RespParser::Result RespParser::Parse(const char* buf, size_t len, size_t* pos) {
     }
     size_t need = static_cast<size_t>(bulk_len_) + 2;
     if (len - at < need) return Result::kNeedMore;
-    // Redis does not check the CRLF after a bulk; neither do we.
-    args_.push_back(Arg{at, static_cast<size_t>(bulk_len_)});
+    // Redis does not check the CRLF after a bulk; neither do we. Offsets
+    // are kept relative to the command start until the command completes,
+    // so the caller may move the unfinished bytes between calls.
+    args_.push_back(Arg{scan_, static_cast<size_t>(bulk_len_)});
     scan_ += need;
     bulk_len_ = -1;
     --need_args_;
   }
+  for (Arg& a : args_) a.off += start;
   *pos = start + scan_;
   in_multibulk_ = false;
   scan_ = 0;

@@ -6,7 +6,8 @@
 // remembers where it stopped inside a command, so a 512 MB bulk arriving in
 // 64 KB reads is scanned once, not once per read. Arguments are returned as
 // (offset, length) pairs into the caller's buffer, which must keep the bytes
-// of an unfinished command (from command_start()) until the next call.
+// of an unfinished command (from *pos) until the next call, but may move
+// them (e.g. drop consumed bytes before them) between calls.
 //
 // Limits and errors follow redis-server 7 byte for byte (networking.c):
 // a bad frame yields kError with the exact Redis message; the connection is

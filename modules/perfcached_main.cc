@@ -1,0 +1,152 @@
+// perfcached — the daemon binary: command line, config, and the doors wired into workers.
+// Copyright (c) 2026 the perfcached authors.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mem/arena.h"
+#include "modules/resp/command.h"
+#include "net/server.h"
+#include "proc/config.h"
+#include "proc/daemon.h"
+#include "proc/log.h"
+
+namespace {
+
+constexpr char kVersion[] = "perfcached 0.1.0";
+
+void Usage(FILE* f) {
+  std::fprintf(f,
+               "usage: perfcached [-f FILE] [-o section.key=value ...] [-C] [-E] [-D] [-V]\n"
+               "  -f FILE   config file (INI); without it the embedded default serves\n"
+               "  -o K=V    override a setting, e.g. -o listen.resp=127.0.0.1:7000\n"
+               "            (collections: -o collection.NAME.buckets=4096)\n"
+               "  -C        validate the configuration, print what would run, exit 0/1\n"
+               "  -E        print the effective configuration (secrets masked) and exit\n"
+               "  -D        stay in the foreground, log to stderr (default: daemonize, syslog)\n"
+               "  -V        version and build\n"
+               "  -h        this help, with every setting\n\n"
+               "settings (section, key = default):\n%s",
+               proc::ConfigHelp().c_str());
+}
+
+struct Door {
+  modules::resp::Env env;
+  net::Server* server = nullptr;
+};
+
+void* WorkerInit(proc::WorkerContext& wc) {
+  auto* d = new Door();
+  d->env.ctx = wc.ctx;
+  d->env.cfg = wc.cfg;
+  d->env.procs = wc.procs;
+  d->env.self = wc.self;
+  modules::resp::InitEnv(d->env);
+  if (wc.listen_fd >= 0) {
+    net::ServerOptions so;
+    int nworkers = static_cast<int>(wc.procs->count) - 2;
+    so.maxclients = (wc.cfg->maxclients + nworkers - 1) / (nworkers > 0 ? nworkers : 1);
+    so.timeout_s = wc.cfg->timeout;
+    so.limits.max_bulk = static_cast<size_t>(wc.cfg->max_value_mb) << 20;
+    for (const auto& c : wc.cfg->resp_allow) {
+      net::Cidr cidr;
+      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);
+    }
+    so.require_allow = true;
+    so.auth_required = !wc.cfg->resp_secrets.empty();
+    so.id_base = static_cast<uint64_t>(wc.rank) << 40;
+    Door* dp = d;
+    d->server = new net::Server(wc.base, wc.listen_fd, so,
+                                [dp](net::Conn& c) { modules::resp::Dispatch(dp->env, c); },
+                                wc.self->door);
+    d->env.server = d->server;
+  }
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  std::vector<std::string> overrides;
+  bool check = false, dump = false, foreground = false;
+  int opt;
+  while ((opt = getopt(argc, argv, "f:o:CEDVh")) != -1) {
+    switch (opt) {
+      case 'f': file = optarg; break;
+      case 'o': overrides.emplace_back(optarg); break;
+      case 'C': check = true; break;
+      case 'E': dump = true; break;
+      case 'D': foreground = true; break;
+      case 'V':
+        std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+        return 0;
+      case 'h': Usage(stdout); return 0;
+      default: Usage(stderr); return 1;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "perfcached: unexpected argument '%s'\n", argv[optind]);
+    return 1;
+  }
+  proc::Config cfg;
+  std::string err;
+  if (!file.empty() && !proc::LoadConfigFile(file, &cfg, &err)) {
+    std::fprintf(stderr, "perfcached: %s\n", err.c_str());
+    return 1;
+  }
+  for (const auto& o : overrides) {
+    if (!proc::ApplyOverride(o, &cfg, &err)) {
+      std::fprintf(stderr, "perfcached: %s\n", err.c_str());
+      return 1;
+    }
+  }
+  if (!proc::FinishConfig(&cfg, &err)) {
+    std::fprintf(stderr, "perfcached: %s: %s\n", cfg.source.c_str(), err.c_str());
+    return 1;
+  }
+  if (dump) {
+    std::fputs(proc::DumpConfig(cfg).c_str(), stdout);
+    return 0;
+  }
+  if (check) {
+    int nw = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf("configuration OK (%s)\n", cfg.source.c_str());
+    std::printf("  %d worker(s) + timer, arena %d MiB (cap %d MiB, hugepages %s)\n", nw,
+                cfg.arena_mb, cfg.arena_cap_mb ? cfg.arena_cap_mb : cfg.arena_mb,
+                cfg.hugepages.c_str());
+    std::printf("  RESP door: %s%s\n", cfg.resp.empty() ? "(off)" : cfg.resp.c_str(),
+                cfg.resp_secrets.empty() ? " (no AUTH)" : " (AUTH required)");
+    std::printf("  %zu collection(s):", cfg.collections.size());
+    for (const auto& c : cfg.collections) std::printf(" %s", c.name.c_str());
+    std::printf("\n");
+    return 0;
+  }
+  proc::DaemonHooks hooks;
+  hooks.worker_init = &WorkerInit;
+  hooks.stop_accepting = [](void* p) {
+    auto* d = static_cast<Door*>(p);
+    if (d->server) d->server->StopAccepting();
+  };
+  hooks.drain = [](void* p) {
+    auto* d = static_cast<Door*>(p);
+    return !d->server || d->server->DrainIdle();
+  };
+  hooks.tick = [](void* p, int64_t now) {
+    auto* d = static_cast<Door*>(p);
+    if (!d->server) return;
+    d->server->set_timeout(d->env.procs->live_timeout.load());
+    d->server->CloseIdle(now);
+  };
+  hooks.destroy = [](void* p) {
+    auto* d = static_cast<Door*>(p);
+    delete d->server;
+    delete d;
+  };
+  proc::DaemonOptions o;
+  o.foreground = foreground;
+  return proc::RunDaemon(cfg, o, hooks);
+}

@@ -1,0 +1,178 @@
+// perfcached — RESP dispatch: lookup, arity, auth; shared helpers.
+// Copyright (c) 2026 the perfcached authors.
+#include "modules/resp/command.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace modules::resp {
+
+bool EqNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ParseLL(std::string_view s, long long* out) {
+  int64_t v;
+  if (!cache::detail::ParseInt64(s, &v)) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseLLOrReply(CmdCtx& c, std::string_view s, long long* out) {
+  if (ParseLL(s, out)) return true;
+  c.r.Error(kErrNotInt);
+  return false;
+}
+
+bool ParseLongDouble(std::string_view s, long double* out) {
+  if (s.empty() || s.size() > 5000) return false;
+  if (std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  long double v = std::strtold(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size() || std::isnan(v) || errno == ERANGE) return false;
+  *out = v;
+  return true;
+}
+
+std::string FormatLongDouble(long double v) {
+  char buf[5000];
+  int n = std::snprintf(buf, sizeof buf, "%.17Lf", v);
+  if (n > 0 && std::strchr(buf, '.')) {
+    while (n > 0 && buf[n - 1] == '0') --n;
+    if (n > 0 && buf[n - 1] == '.') --n;
+  }
+  std::string s(buf, static_cast<size_t>(n));
+  if (s == "-0") s = "0";
+  return s;
+}
+
+int64_t NowMs(const Env& e) { return cache::NowMs(*e.ctx); }
+
+void WrongArity(CmdCtx& c, std::string_view name) {
+  std::string n(name);
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  c.r.Error("ERR wrong number of arguments for '" + n + "' command");
+}
+
+void ReplyStatus(CmdCtx& c, mem::Status s) {
+  switch (s) {
+    case mem::Status::kWrongType: c.r.Error(kErrWrongType); break;
+    case mem::Status::kNotInteger: c.r.Error(kErrNotInt); break;
+    case mem::Status::kOverflow: c.r.Error(kErrOverflow); break;
+    case mem::Status::kNoMem: c.r.Error(kErrOom); break;
+    case mem::Status::kTooBig: c.r.Error(kErrTooBig); break;
+    case mem::Status::kStale: c.r.Error("ERR the selected collection was dropped"); break;
+    default:
+      c.r.Error(std::string("ERR ") + std::string(mem::StatusName(s)));
+      break;
+  }
+}
+
+bool TableForDb(Env& e, int db, cache::TableRef* t) {
+  if (db < 0 || static_cast<size_t>(db) >= e.db_names.size() || e.db_names[db].empty()) return false;
+  cache::TableRef& ref = e.db_refs[db];
+  if (ref && ref.h->gen.load(std::memory_order_acquire) == ref.gen &&
+      ref.h->state.load(std::memory_order_relaxed) == cache::kTableLive) {
+    *t = ref;
+    return true;
+  }
+  if (cache::OpenCollection(*e.ctx, e.db_names[db], &ref) != mem::Status::kOk) {
+    ref = cache::TableRef{};
+    return false;
+  }
+  *t = ref;
+  return true;
+}
+
+bool CurrentTable(CmdCtx& c, cache::TableRef* t) {
+  if (TableForDb(c.env, c.conn.db, t)) return true;
+  c.r.Error("ERR the collection of DB " + std::to_string(c.conn.db) + " ('" +
+            (static_cast<size_t>(c.conn.db) < c.env.db_names.size() ? c.env.db_names[c.conn.db]
+                                                                     : std::string()) +
+            "') does not exist");
+  return false;
+}
+
+void Register(Env& e, std::span<const CommandSpec> rows) {
+  for (const CommandSpec& s : rows) {
+    e.table[s.name] = &s;
+    e.ordered.push_back(&s);
+  }
+}
+
+void InitEnv(Env& e) {
+  RegisterStringFamily(e);
+  RegisterKeysFamily(e);
+  RegisterServerFamily(e);
+  // SELECT n: the collection named by resp_collections, else the one named n.
+  const proc::Config& cfg = *e.cfg;
+  int ndb = cfg.databases;
+  for (const auto& m : cfg.resp_collections) {
+    int db = std::atoi(m.substr(0, m.find(':')).c_str());
+    if (db + 1 > ndb) ndb = db + 1;
+  }
+  e.db_names.assign(static_cast<size_t>(ndb), std::string());
+  for (int i = 0; i < ndb; ++i) {
+    for (const auto& cc : cfg.collections) {
+      if (cc.name == std::to_string(i)) e.db_names[i] = cc.name;
+    }
+  }
+  for (const auto& m : cfg.resp_collections) {
+    size_t colon = m.find(':');
+    e.db_names[std::atoi(m.substr(0, colon).c_str())] = m.substr(colon + 1);
+  }
+  e.db_refs.assign(e.db_names.size(), cache::TableRef{});
+  e.timeout_s = cfg.timeout;
+}
+
+void Dispatch(Env& e, net::Conn& c) {
+  std::string_view name = c.argv[0];
+  char low[32];
+  const CommandSpec* spec = nullptr;
+  if (name.size() < sizeof low) {
+    for (size_t i = 0; i < name.size(); ++i) {
+      low[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+    }
+    auto it = e.table.find(std::string(low, name.size()));
+    if (it != e.table.end()) spec = it->second;
+  }
+  CmdCtx ctx{e, c, std::span<const std::string_view>(c.argv), net::Reply(&c.out)};
+  c.last_cmd.assign(spec ? spec->name : "NULL");
+  if (!spec) {
+    // Exactly redis-server's text: the name and up to 128 bytes of arguments.
+    std::string args;
+    for (size_t i = 1; i < c.argv.size() && args.size() < 128; ++i) {
+      size_t room = 128 - args.size();
+      std::string_view a = c.argv[i].substr(0, room);
+      args += "'" + std::string(a) + "' ";
+    }
+    ctx.r.Error("ERR unknown command '" + std::string(name.substr(0, 128)) +
+                "', with args beginning with: " + args);
+    return;
+  }
+  if (!c.authed && !(spec->flags & kNoAuth)) {
+    ctx.r.Error(kErrNoAuth);
+    return;
+  }
+  int argc = static_cast<int>(c.argv.size());
+  if ((spec->arity > 0 && argc != spec->arity) || (spec->arity < 0 && argc < -spec->arity)) {
+    WrongArity(ctx, spec->name);
+    return;
+  }
+  spec->handler(ctx);
+}
+
+}  // namespace modules::resp

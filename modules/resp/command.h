@@ -1,0 +1,108 @@
+// perfcached — the RESP door's command table, per-worker environment and helpers.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// Every command is one row: name, arity (Redis rule: N = exactly N
+// arguments including the name, -N = at least N), flags and a handler.
+// Handlers parse arguments and reply; the work itself is a cache:: call
+// (the connection-free "Op" layer). The flags:
+//   kWrite     changes data                     kRead    reads data only
+//   kFast      O(1) / O(log N)                  kAdmin   server administration
+//   kNoAuth    allowed before AUTH (AUTH, HELLO, QUIT)
+//   kLoading   allowed while loading (unused for now)
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/table.h"
+#include "net/resp.h"
+#include "net/server.h"
+#include "proc/config.h"
+#include "proc/proctable.h"
+
+namespace modules::resp {
+
+enum CmdFlag : uint32_t {
+  kWrite = 1, kRead = 2, kFast = 4, kAdmin = 8, kNoAuth = 16, kLoading = 32,
+};
+
+struct Env;
+struct CmdCtx;
+using Handler = void (*)(CmdCtx&);
+
+struct CommandSpec {
+  const char* name;
+  int arity;
+  uint32_t flags;
+  Handler handler;
+  int first_key = 0, last_key = 0, key_step = 0;
+};
+
+// What a worker's handlers share: engine context, config, the door's stats.
+struct Env {
+  cache::Ctx* ctx = nullptr;
+  const proc::Config* cfg = nullptr;
+  proc::ProcTable* procs = nullptr;
+  proc::ProcEntry* self = nullptr;
+  net::Server* server = nullptr;
+  std::vector<std::string> db_names;          // SELECT index -> collection
+  std::vector<cache::TableRef> db_refs;       // cached handles (reopened when stale)
+  std::unordered_map<std::string, const CommandSpec*> table;
+  std::vector<const CommandSpec*> ordered;    // for COMMAND
+  int64_t start_ms = 0;
+  int timeout_s = 0;                          // CONFIG SET timeout
+  std::string scratch;
+};
+
+struct CmdCtx {
+  Env& env;
+  net::Conn& conn;
+  std::span<const std::string_view> argv;
+  net::Reply r;
+  size_t argc() const { return argv.size(); }
+  std::string_view arg(size_t i) const { return argv[i]; }
+};
+
+// ---- registration (families.cc) ----
+void RegisterStringFamily(Env& e);
+void RegisterKeysFamily(Env& e);
+void RegisterServerFamily(Env& e);
+void Register(Env& e, std::span<const CommandSpec> rows);
+// Build the table and the db mapping for a worker.
+void InitEnv(Env& e);
+// The door's dispatch: lookup, arity, auth, run.
+void Dispatch(Env& e, net::Conn& c);
+
+// ---- helpers (command.cc) ----
+// The collection behind the connection's SELECTed db; false + error reply
+// when it no longer exists.
+bool CurrentTable(CmdCtx& c, cache::TableRef* t);
+bool TableForDb(Env& e, int db, cache::TableRef* t);
+bool EqNoCase(std::string_view a, std::string_view b);
+// Redis string2ll / strtold rules. ...OrReply variants reply on failure.
+bool ParseLL(std::string_view s, long long* out);
+bool ParseLLOrReply(CmdCtx& c, std::string_view s, long long* out);
+bool ParseLongDouble(std::string_view s, long double* out);
+// Map an engine status to its Redis error reply.
+void ReplyStatus(CmdCtx& c, mem::Status s);
+void WrongArity(CmdCtx& c, std::string_view name);
+int64_t NowMs(const Env& e);
+// Format like Redis's INCRBYFLOAT (humanfriendly long double).
+std::string FormatLongDouble(long double v);
+
+inline constexpr char kErrSyntax[] = "ERR syntax error";
+inline constexpr char kErrNotInt[] = "ERR value is not an integer or out of range";
+inline constexpr char kErrNotFloat[] = "ERR value is not a valid float";
+inline constexpr char kErrWrongType[] =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr char kErrOverflow[] = "ERR increment or decrement would overflow";
+inline constexpr char kErrNoKey[] = "ERR no such key";
+inline constexpr char kErrOom[] = "OOM command not allowed when used memory > 'maxmemory'.";
+inline constexpr char kErrTooBig[] = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+inline constexpr char kErrNoAuth[] = "NOAUTH Authentication required.";
+
+}  // namespace modules::resp

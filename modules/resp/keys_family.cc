@@ -1,0 +1,434 @@
+// perfcached — RESP generic key commands (DEL EXPIRE TTL KEYS SCAN RENAME ...).
+// Copyright (c) 2026 the perfcached authors.
+#include <charconv>
+#include <memory>
+#include <random>
+
+#include "cache/glob.h"
+#include "modules/resp/command.h"
+
+namespace modules::resp {
+namespace {
+
+using mem::Status;
+
+void CmdDel(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  long long n = 0;
+  for (size_t i = 1; i < c.argc(); ++i) n += cache::Del(*c.env.ctx, t, c.arg(i)) == Status::kOk;
+  c.r.Int(n);
+}
+
+void CmdExists(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  long long n = 0;
+  cache::ReadInfo ri;
+  for (size_t i = 1; i < c.argc(); ++i) n += cache::Probe(*c.env.ctx, t, c.arg(i), &ri) == Status::kOk;
+  c.r.Int(n);
+}
+
+const char* TypeName(uint8_t t) {
+  switch (t) {
+    case cache::kTypeString:
+    case cache::kTypeInt: return "string";
+    case cache::kTypeHash: return "hash";
+    case cache::kTypeList: return "list";
+    case cache::kTypeSet: return "set";
+    case cache::kTypeZset: return "zset";
+    case cache::kTypeJson: return "ReJSON-RL";
+  }
+  return "none";
+}
+
+int TypeFromName(std::string_view n) {
+  if (EqNoCase(n, "string")) return cache::kTypeString;
+  if (EqNoCase(n, "hash")) return cache::kTypeHash;
+  if (EqNoCase(n, "list")) return cache::kTypeList;
+  if (EqNoCase(n, "set")) return cache::kTypeSet;
+  if (EqNoCase(n, "zset")) return cache::kTypeZset;
+  return 99;  // Redis: an unknown TYPE simply matches nothing
+}
+
+void CmdType(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  cache::ReadInfo ri;
+  c.r.Simple(cache::Probe(*c.env.ctx, t, c.arg(1), &ri) == Status::kOk ? TypeName(ri.type) : "none");
+}
+
+// EXPIRE family: unit_ms = 1000 for seconds; relative = basetime now.
+void ExpireGeneric(CmdCtx& c, long long unit_ms, bool relative) {
+  long long when;
+  if (!ParseLLOrReply(c, c.arg(2), &when)) return;
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (size_t i = 3; i < c.argc(); ++i) {
+    std::string_view o = c.arg(i);
+    if (EqNoCase(o, "NX")) nx = true;
+    else if (EqNoCase(o, "XX")) xx = true;
+    else if (EqNoCase(o, "GT")) gt = true;
+    else if (EqNoCase(o, "LT")) lt = true;
+    else {
+      c.r.Error("ERR Unsupported option " + std::string(o));
+      return;
+    }
+  }
+  if (nx && (xx || gt || lt)) {
+    c.r.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
+    return;
+  }
+  if (gt && lt) {
+    c.r.Error("ERR GT and LT options at the same time are not compatible");
+    return;
+  }
+  long long base = relative ? NowMs(c.env) : 0, ms;
+  if (__builtin_mul_overflow(when, unit_ms, &ms) || __builtin_add_overflow(ms, base, &ms)) {
+    std::string n(c.arg(0));
+    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    c.r.Error("ERR invalid expire time in '" + n + "' command");
+    return;
+  }
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  cache::ExpireCond cond = nx ? cache::ExpireCond::kNx
+                           : xx ? cache::ExpireCond::kXx
+                           : gt ? cache::ExpireCond::kGt
+                           : lt ? cache::ExpireCond::kLt
+                                : cache::ExpireCond::kAlways;
+  if (ms <= 0) ms = 1;  // absolute time 0 or before: already expired (0 means "never")
+  bool changed = false;
+  Status s = cache::SetExpire(*c.env.ctx, t, c.arg(1), ms, cond, &changed);
+  if (s == Status::kOk || s == Status::kNotFound) {
+    c.r.Int(changed ? 1 : 0);
+  } else {
+    ReplyStatus(c, s);
+  }
+}
+void CmdExpire(CmdCtx& c) { ExpireGeneric(c, 1000, true); }
+void CmdPExpire(CmdCtx& c) { ExpireGeneric(c, 1, true); }
+void CmdExpireAt(CmdCtx& c) { ExpireGeneric(c, 1000, false); }
+void CmdPExpireAt(CmdCtx& c) { ExpireGeneric(c, 1, false); }
+
+// mode: 0 TTL, 1 PTTL, 2 EXPIRETIME, 3 PEXPIRETIME
+void TtlGeneric(CmdCtx& c, int mode) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  cache::ReadInfo ri;
+  if (cache::Probe(*c.env.ctx, t, c.arg(1), &ri) != Status::kOk) {
+    c.r.Int(-2);
+    return;
+  }
+  if (ri.expire_ms == 0) {
+    c.r.Int(-1);
+    return;
+  }
+  long long left = ri.expire_ms - NowMs(c.env);
+  if (left < 0) left = 0;
+  switch (mode) {
+    case 0: c.r.Int((left + 500) / 1000); break;
+    case 1: c.r.Int(left); break;
+    case 2: c.r.Int(ri.expire_ms / 1000); break;
+    default: c.r.Int(ri.expire_ms); break;
+  }
+}
+void CmdTtl(CmdCtx& c) { TtlGeneric(c, 0); }
+void CmdPTtl(CmdCtx& c) { TtlGeneric(c, 1); }
+void CmdExpireTime(CmdCtx& c) { TtlGeneric(c, 2); }
+void CmdPExpireTime(CmdCtx& c) { TtlGeneric(c, 3); }
+
+void CmdPersist(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  bool changed = false;
+  Status s = cache::SetExpire(*c.env.ctx, t, c.arg(1), 0, cache::ExpireCond::kAlways, &changed);
+  if (s == Status::kOk || s == Status::kNotFound) {
+    c.r.Int(changed ? 1 : 0);
+  } else {
+    ReplyStatus(c, s);
+  }
+}
+
+// KEYS runs in slices of kKeysSlice residues so that a big table does not
+// stall the worker's other connections (see net::Conn::cont).
+constexpr uint32_t kKeysSlice = 512;
+
+void CmdKeys(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  std::string pattern(c.arg(1));
+  if (cache::GlobIsLiteral(pattern)) {
+    std::string key = cache::GlobUnescape(pattern);
+    cache::ReadInfo ri;
+    if (cache::Probe(*c.env.ctx, t, key, &ri) == Status::kOk) {
+      c.r.Array(1);
+      c.r.Bulk(key);
+    } else {
+      c.r.Array(0);
+    }
+    return;
+  }
+  struct State {
+    std::string pattern;
+    uint64_t cursor = 0;
+    std::vector<std::string> keys;
+    bool started = false;
+  };
+  auto st = std::make_shared<State>();
+  st->pattern = std::move(pattern);
+  Env* env = &c.env;
+  cache::TableRef table = t;
+  c.conn.cont = [st, env, table](net::Conn& conn) {
+    cache::ScanFilter f;
+    if (st->pattern != "*") f.glob = st->pattern;
+    uint64_t next = 0;
+    Status s = cache::ScanStep(*env->ctx, table, st->cursor, kKeysSlice, f,
+                               [&](const cache::ScanItem& it) { st->keys.emplace_back(it.key); },
+                               &next);
+    net::Reply r(&conn.out);
+    if (s != Status::kOk) {
+      r.Error("ERR the selected collection changed during KEYS");
+      return true;
+    }
+    st->cursor = next;
+    if (next != 0) return false;
+    r.Array(st->keys.size());
+    for (const auto& k : st->keys) r.Bulk(k);
+    return true;
+  };
+}
+
+void CmdScan(CmdCtx& c) {
+  uint64_t cursor;
+  std::string_view cs = c.arg(1);
+  auto res = std::from_chars(cs.data(), cs.data() + cs.size(), cursor);
+  if (res.ec != std::errc() || res.ptr != cs.data() + cs.size()) {
+    c.r.Error("ERR invalid cursor");
+    return;
+  }
+  cache::ScanFilter f;
+  long long count = 10;
+  for (size_t i = 2; i < c.argc(); i += 2) {
+    std::string_view o = c.arg(i);
+    if (i + 1 >= c.argc()) {
+      c.r.Error(kErrSyntax);
+      return;
+    }
+    if (EqNoCase(o, "MATCH")) {
+      f.glob = c.arg(i + 1);
+      if (f.glob == "*") f.glob = {};
+    } else if (EqNoCase(o, "COUNT")) {
+      if (!ParseLLOrReply(c, c.arg(i + 1), &count)) return;
+      if (count < 1) {
+        c.r.Error(kErrSyntax);
+        return;
+      }
+    } else if (EqNoCase(o, "TYPE")) {
+      f.type = TypeFromName(c.arg(i + 1));
+    } else {
+      c.r.Error(kErrSyntax);
+      return;
+    }
+  }
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  std::vector<std::string> keys;
+  uint64_t next = 0;
+  // COUNT is a hint about work, as in Redis: about COUNT/4 residues (our
+  // buckets hold ~4 keys at the target load).
+  uint32_t residues = static_cast<uint32_t>(count / 4 + 1);
+  if (residues > 1u << 20) residues = 1u << 20;
+  Status s = cache::ScanStep(*c.env.ctx, t, cursor, residues, f,
+                             [&](const cache::ScanItem& it) { keys.emplace_back(it.key); }, &next);
+  if (s == Status::kInvalid) {
+    c.r.Error("ERR invalid cursor");
+    return;
+  }
+  if (s != Status::kOk) {
+    ReplyStatus(c, s);
+    return;
+  }
+  c.r.Array(2);
+  c.r.Bulk(std::to_string(next));
+  c.r.Array(keys.size());
+  for (const auto& k : keys) c.r.Bulk(k);
+}
+
+void CmdDbSize(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  c.r.Int(static_cast<long long>(cache::CollectionEntries(*c.env.ctx, t)));
+}
+
+bool FlushArgsOk(CmdCtx& c) {
+  if (c.argc() > 2 || (c.argc() == 2 && !EqNoCase(c.arg(1), "ASYNC") && !EqNoCase(c.arg(1), "SYNC"))) {
+    c.r.Error(kErrSyntax);
+    return false;
+  }
+  return true;
+}
+
+void CmdFlushDb(CmdCtx& c) {
+  if (!FlushArgsOk(c)) return;
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  (void)cache::ClearCollection(*c.env.ctx, t, nullptr);
+  c.r.Simple("OK");
+}
+
+void CmdFlushAll(CmdCtx& c) {
+  if (!FlushArgsOk(c)) return;
+  for (size_t db = 0; db < c.env.db_names.size(); ++db) {
+    cache::TableRef t;
+    if (TableForDb(c.env, static_cast<int>(db), &t)) (void)cache::ClearCollection(*c.env.ctx, t, nullptr);
+  }
+  c.r.Simple("OK");
+}
+
+// Move/copy src to dst (possibly another table). mode: 0 RENAME, 1 RENAMENX, 2 COPY.
+// Returns the reply already sent.
+void MoveKey(CmdCtx& c, const cache::TableRef& st, const cache::TableRef& dt, std::string_view src,
+             std::string_view dst, int mode, bool replace) {
+  for (int tries = 0; tries < 100; ++tries) {
+    std::string v;
+    cache::ReadInfo ri;
+    Status s = cache::GetString(*c.env.ctx, st, src, &v, &ri);
+    if (s == Status::kNotFound) {
+      if (mode == 2) {
+        c.r.Int(0);
+      } else {
+        c.r.Error(kErrNoKey);
+      }
+      return;
+    }
+    if (s != Status::kOk) {
+      ReplyStatus(c, s);
+      return;
+    }
+    if (st.h == dt.h && src == dst) {
+      if (mode == 0) c.r.Simple("OK");
+      else c.r.Int(0);
+      return;
+    }
+    cache::StoreOpts so;
+    so.expire_ms = ri.expire_ms;
+    so.type = ri.type == cache::kTypeInt ? static_cast<uint8_t>(cache::kTypeString) : ri.type;
+    if (mode == 1 || (mode == 2 && !replace)) so.cond = cache::Cond::kNx;
+    s = cache::Set(*c.env.ctx, dt, dst, v, so);
+    if (s == Status::kExists) {
+      c.r.Int(0);
+      return;
+    }
+    if (s != Status::kOk) {
+      ReplyStatus(c, s);
+      return;
+    }
+    if (mode == 2) {
+      c.r.Int(1);
+      return;
+    }
+    s = cache::DelIfVersion(*c.env.ctx, st, src, ri.version);
+    if (s == Status::kVersion) continue;  // src was written meanwhile: move the newer value
+    if (mode == 0) c.r.Simple("OK");
+    else c.r.Int(1);
+    return;
+  }
+  c.r.Error("ERR busy key, try again");
+}
+
+void CmdRename(CmdCtx& c) {
+  cache::TableRef t;
+  if (CurrentTable(c, &t)) MoveKey(c, t, t, c.arg(1), c.arg(2), 0, false);
+}
+void CmdRenameNx(CmdCtx& c) {
+  cache::TableRef t;
+  if (CurrentTable(c, &t)) MoveKey(c, t, t, c.arg(1), c.arg(2), 1, false);
+}
+
+void CmdCopy(CmdCtx& c) {
+  cache::TableRef t, dt;
+  if (!CurrentTable(c, &t)) return;
+  dt = t;
+  bool replace = false;
+  for (size_t i = 3; i < c.argc(); ++i) {
+    if (EqNoCase(c.arg(i), "REPLACE")) {
+      replace = true;
+    } else if (EqNoCase(c.arg(i), "DB") && i + 1 < c.argc()) {
+      long long db;
+      if (!ParseLLOrReply(c, c.arg(++i), &db)) return;
+      if (db < 0 || db > INT32_MAX || !TableForDb(c.env, static_cast<int>(db), &dt)) {
+        c.r.Error("ERR DB index is out of range");
+        return;
+      }
+    } else {
+      c.r.Error(kErrSyntax);
+      return;
+    }
+  }
+  MoveKey(c, t, dt, c.arg(1), c.arg(2), 2, replace);
+}
+
+void CmdTouch(CmdCtx& c) { CmdExists(c); }
+
+void CmdRandomKey(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  if (cache::CollectionEntries(*c.env.ctx, t) == 0) {
+    c.r.Null();
+    return;
+  }
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint32_t level = static_cast<uint32_t>(t.h->route.load() >> 32);
+  uint64_t nres = uint64_t{1} << level;
+  uint64_t r = rng() % nres;
+  uint64_t cursor = r == 0 ? 0 : (r << 6) | level;
+  std::string found;
+  for (uint64_t step = 0; step <= nres && found.empty(); ++step) {
+    uint64_t next = 0;
+    if (cache::ScanStep(*c.env.ctx, t, cursor, 1, {},
+                        [&](const cache::ScanItem& it) {
+                          if (found.empty()) found.assign(it.key);
+                        },
+                        &next) != Status::kOk) {
+      break;
+    }
+    cursor = next;
+  }
+  if (found.empty()) {
+    c.r.Null();
+  } else {
+    c.r.Bulk(found);
+  }
+}
+
+constexpr CommandSpec kKeysCommands[] = {
+    {"del", -2, kWrite, &CmdDel, 1, -1, 1},
+    {"unlink", -2, kWrite | kFast, &CmdDel, 1, -1, 1},
+    {"exists", -2, kRead | kFast, &CmdExists, 1, -1, 1},
+    {"type", 2, kRead | kFast, &CmdType, 1, 1, 1},
+    {"expire", -3, kWrite | kFast, &CmdExpire, 1, 1, 1},
+    {"pexpire", -3, kWrite | kFast, &CmdPExpire, 1, 1, 1},
+    {"expireat", -3, kWrite | kFast, &CmdExpireAt, 1, 1, 1},
+    {"pexpireat", -3, kWrite | kFast, &CmdPExpireAt, 1, 1, 1},
+    {"ttl", 2, kRead | kFast, &CmdTtl, 1, 1, 1},
+    {"pttl", 2, kRead | kFast, &CmdPTtl, 1, 1, 1},
+    {"expiretime", 2, kRead | kFast, &CmdExpireTime, 1, 1, 1},
+    {"pexpiretime", 2, kRead | kFast, &CmdPExpireTime, 1, 1, 1},
+    {"persist", 2, kWrite | kFast, &CmdPersist, 1, 1, 1},
+    {"keys", 2, kRead, &CmdKeys, 0, 0, 0},
+    {"scan", -2, kRead, &CmdScan, 0, 0, 0},
+    {"dbsize", 1, kRead | kFast, &CmdDbSize, 0, 0, 0},
+    {"flushdb", -1, kWrite, &CmdFlushDb, 0, 0, 0},
+    {"flushall", -1, kWrite, &CmdFlushAll, 0, 0, 0},
+    {"rename", 3, kWrite, &CmdRename, 1, 2, 1},
+    {"renamenx", 3, kWrite | kFast, &CmdRenameNx, 1, 2, 1},
+    {"randomkey", 1, kRead, &CmdRandomKey, 0, 0, 0},
+    {"touch", -2, kRead | kFast, &CmdTouch, 1, -1, 1},
+    {"copy", -3, kWrite, &CmdCopy, 1, 2, 1},
+};
+
+}  // namespace
+
+void RegisterKeysFamily(Env& e) { Register(e, kKeysCommands); }
+
+}  // namespace modules::resp

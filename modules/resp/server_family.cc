@@ -1,0 +1,460 @@
+// perfcached — RESP connection and server commands (PING AUTH SELECT HELLO INFO ...).
+// Copyright (c) 2026 the perfcached authors.
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "cache/glob.h"
+#include "mem/arena.h"
+#include "modules/resp/command.h"
+#include "proc/log.h"
+
+namespace modules::resp {
+
+inline constexpr char kRedisCompatVersion[] = "7.0.0";
+inline constexpr char kPerfcachedVersion[] = "0.1.0";
+
+namespace {
+
+using mem::Status;
+
+void CmdPing(CmdCtx& c) {
+  if (c.argc() > 2) {
+    WrongArity(c, "ping");
+  } else if (c.argc() == 2) {
+    c.r.Bulk(c.arg(1));
+  } else {
+    c.r.Simple("PONG");
+  }
+}
+
+void CmdEcho(CmdCtx& c) { c.r.Bulk(c.arg(1)); }
+
+void CmdQuit(CmdCtx& c) {
+  c.r.Simple("OK");
+  c.conn.close_after_write = true;
+}
+
+// True when `pass` matches one of the configured secrets (rotation: any).
+bool CheckPassword(const Env& e, std::string_view pass) {
+  bool ok = false;
+  for (const auto& s : e.cfg->resp_secrets) {
+    // Compare every secret fully: no early exit on the first byte.
+    if (s.size() == pass.size()) {
+      unsigned char diff = 0;
+      for (size_t i = 0; i < s.size(); ++i) diff |= static_cast<unsigned char>(s[i] ^ pass[i]);
+      ok |= diff == 0;
+    }
+  }
+  return ok;
+}
+
+// Shared by AUTH and HELLO ... AUTH. Replies on failure.
+bool DoAuth(CmdCtx& c, std::string_view user, std::string_view pass) {
+  if (c.env.cfg->resp_secrets.empty()) {
+    c.r.Error(
+        "ERR AUTH <password> called without any password configured for the default user. Are "
+        "you sure your configuration is correct?");
+    return false;
+  }
+  if (user != "default" || !CheckPassword(c.env, pass)) {
+    c.r.Error("WRONGPASS invalid username-password pair or user is disabled.");
+    return false;
+  }
+  c.conn.authed = true;
+  return true;
+}
+
+void CmdAuth(CmdCtx& c) {
+  if (c.argc() > 3) {
+    c.r.Error(kErrSyntax);
+    return;
+  }
+  bool ok = c.argc() == 2 ? DoAuth(c, "default", c.arg(1)) : DoAuth(c, c.arg(1), c.arg(2));
+  if (ok) c.r.Simple("OK");
+}
+
+void CmdSelect(CmdCtx& c) {
+  long long db;
+  if (!ParseLLOrReply(c, c.arg(1), &db)) return;
+  cache::TableRef t;
+  if (db < 0 || db > INT32_MAX || !TableForDb(c.env, static_cast<int>(db), &t)) {
+    c.r.Error("ERR DB index is out of range");
+    return;
+  }
+  c.conn.db = static_cast<int>(db);
+  c.r.Simple("OK");
+}
+
+bool ValidClientName(std::string_view n) {
+  for (char ch : n) {
+    if (ch < '!' || ch > '~') return false;
+  }
+  return true;
+}
+
+void CmdHello(CmdCtx& c) {
+  size_t i = 1;
+  if (c.argc() >= 2) {
+    long long ver;
+    if (!ParseLL(c.arg(1), &ver)) {
+      c.r.Error("ERR Protocol version is not an integer or out of range");
+      return;
+    }
+    if (ver != 2) {
+      c.r.Error("NOPROTO unsupported protocol version");
+      return;
+    }
+    i = 2;
+  }
+  for (; i < c.argc(); ++i) {
+    bool more = i + 1 < c.argc();
+    if (EqNoCase(c.arg(i), "AUTH") && i + 2 < c.argc()) {
+      if (!DoAuth(c, c.arg(i + 1), c.arg(i + 2))) return;
+      i += 2;
+    } else if (EqNoCase(c.arg(i), "SETNAME") && more) {
+      if (!ValidClientName(c.arg(i + 1))) {
+        c.r.Error("ERR Client names cannot contain spaces, newlines or special characters.");
+        return;
+      }
+      c.conn.name = std::string(c.arg(++i));
+    } else {
+      c.r.Error("ERR Syntax error in HELLO option '" + std::string(c.arg(i)) + "'");
+      return;
+    }
+  }
+  if (!c.conn.authed) {
+    c.r.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+              "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+              "the RESP protocol version at the same time");
+    return;
+  }
+  c.r.Array(14);
+  c.r.Bulk("server");
+  c.r.Bulk("redis");
+  c.r.Bulk("version");
+  c.r.Bulk(kRedisCompatVersion);
+  c.r.Bulk("proto");
+  c.r.Int(2);
+  c.r.Bulk("id");
+  c.r.Int(static_cast<long long>(c.conn.id));
+  c.r.Bulk("mode");
+  c.r.Bulk("standalone");
+  c.r.Bulk("role");
+  c.r.Bulk("master");
+  c.r.Bulk("modules");
+  c.r.Array(0);
+}
+
+void CommandInfo(CmdCtx& c, const CommandSpec& s) {
+  c.r.Array(10);
+  c.r.Bulk(s.name);
+  c.r.Int(s.arity);
+  int nflags = ((s.flags & kWrite) != 0) + ((s.flags & kRead) != 0) + ((s.flags & kFast) != 0) +
+               ((s.flags & kAdmin) != 0) + ((s.flags & kNoAuth) != 0);
+  c.r.Array(static_cast<size_t>(nflags));
+  if (s.flags & kWrite) c.r.Simple("write");
+  if (s.flags & kRead) c.r.Simple("readonly");
+  if (s.flags & kFast) c.r.Simple("fast");
+  if (s.flags & kAdmin) c.r.Simple("admin");
+  if (s.flags & kNoAuth) c.r.Simple("no_auth");
+  c.r.Int(s.first_key);
+  c.r.Int(s.last_key);
+  c.r.Int(s.key_step);
+  c.r.Array(0);  // ACL categories
+  c.r.Array(0);  // tips
+  c.r.Array(0);  // key specs
+  c.r.Array(0);  // subcommands
+}
+
+void CmdCommand(CmdCtx& c) {
+  if (c.argc() == 1) {
+    c.r.Array(c.env.ordered.size());
+    for (const CommandSpec* s : c.env.ordered) CommandInfo(c, *s);
+    return;
+  }
+  std::string_view sub = c.arg(1);
+  if (EqNoCase(sub, "COUNT") && c.argc() == 2) {
+    c.r.Int(static_cast<long long>(c.env.ordered.size()));
+  } else if (EqNoCase(sub, "INFO")) {
+    c.r.Array(c.argc() - 2);
+    for (size_t i = 2; i < c.argc(); ++i) {
+      std::string n(c.arg(i));
+      for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      auto it = c.env.table.find(n);
+      if (it == c.env.table.end()) {
+        c.r.NullArray();
+      } else {
+        CommandInfo(c, *it->second);
+      }
+    }
+  } else if (EqNoCase(sub, "DOCS")) {
+    c.r.Array(0);  // no docs: clients fall back to their own hints
+  } else if (EqNoCase(sub, "LIST")) {
+    c.r.Array(c.env.ordered.size());
+    for (const CommandSpec* s : c.env.ordered) c.r.Bulk(s->name);
+  } else {
+    c.r.Error("ERR unknown subcommand '" + std::string(sub) + "'. Try COMMAND HELP.");
+  }
+}
+
+std::string Human(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30)) {
+    std::snprintf(buf, sizeof buf, "%.2fG", static_cast<double>(b) / (1ull << 30));
+  } else if (b >= (1ull << 20)) {
+    std::snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(b) / (1ull << 20));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2fK", static_cast<double>(b) / 1024);
+  }
+  return buf;
+}
+
+void CmdInfo(CmdCtx& c) {
+  std::string want = c.argc() > 1 ? std::string(c.arg(1)) : "default";
+  for (char& ch : want) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  auto on = [&](const char* s) { return want == "default" || want == "all" || want == "everything" || want == s; };
+  std::string o;
+  Env& e = c.env;
+  mem::Arena& a = e.ctx->arena;
+  int64_t now = NowMs(e);
+  int64_t up = (now - e.procs->started_ms.load()) / 1000;
+  if (on("server")) {
+    utsname u;
+    uname(&u);
+    o += "# Server\r\nredis_version:" + std::string(kRedisCompatVersion) +
+         "\r\nperfcached_version:" + kPerfcachedVersion + "\r\nredis_mode:standalone\r\nos:" +
+         u.sysname + " " + u.release + " " + u.machine + "\r\narch_bits:64\r\nprocess_id:" +
+         std::to_string(getppid()) + "\r\nworker_pid:" + std::to_string(getpid()) +
+         "\r\ntcp_port:" + e.cfg->resp.substr(e.cfg->resp.rfind(':') + 1) +
+         "\r\nuptime_in_seconds:" + std::to_string(up) +
+         "\r\nuptime_in_days:" + std::to_string(up / 86400) +
+         "\r\nconfig_file:" + (e.cfg->source[0] == '(' ? "" : e.cfg->source) + "\r\n\r\n";
+  }
+  if (on("clients")) {
+    o += "# Clients\r\nconnected_clients:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorOpen)) +
+         "\r\nmaxclients:" + std::to_string(e.cfg->maxclients) + "\r\n\r\n";
+  }
+  if (on("memory")) {
+    uint64_t used = a.used_bytes();
+    o += "# Memory\r\nused_memory:" + std::to_string(used) + "\r\nused_memory_human:" + Human(used) +
+         "\r\nmaxmemory:" + std::to_string(a.cap_bytes()) + "\r\nmaxmemory_human:" +
+         Human(a.cap_bytes()) + "\r\nmaxmemory_policy:noeviction\r\narena_committed:" +
+         std::to_string(a.committed_bytes()) + "\r\narena_tier:" + mem::TierName(a.tier()) +
+         "\r\narena_large_objects:" + std::to_string(a.hdr()->large_objects.load()) +
+         "\r\narena_nomem_events:" + std::to_string(a.hdr()->nomem_events.load()) + "\r\n\r\n";
+  }
+  if (on("stats")) {
+    uint64_t hits = 0, misses = 0, expired = 0;
+    for (const auto& ci : cache::ListCollections(*e.ctx)) {
+      hits += ci.stats[cache::kStatHits];
+      misses += ci.stats[cache::kStatMisses];
+      expired += ci.stats[cache::kStatExpired];
+    }
+    o += "# Stats\r\ntotal_connections_received:" +
+         std::to_string(proc::DoorSum(*e.procs, proc::kDoorAccepted)) +
+         "\r\ntotal_commands_processed:" +
+         std::to_string(proc::DoorSum(*e.procs, proc::kDoorCommands)) +
+         "\r\ntotal_net_input_bytes:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorBytesIn)) +
+         "\r\ntotal_net_output_bytes:" +
+         std::to_string(proc::DoorSum(*e.procs, proc::kDoorBytesOut)) +
+         "\r\nrejected_connections:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorRejected)) +
+         "\r\ntotal_error_replies:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorErrors)) +
+         "\r\nexpired_keys:" + std::to_string(expired) + "\r\nevicted_keys:0\r\nkeyspace_hits:" +
+         std::to_string(hits) + "\r\nkeyspace_misses:" + std::to_string(misses) + "\r\n\r\n";
+  }
+  if (on("keyspace")) {
+    o += "# Keyspace\r\n";
+    for (size_t db = 0; db < e.db_names.size(); ++db) {
+      cache::TableRef t;
+      if (!TableForDb(e, static_cast<int>(db), &t)) continue;
+      uint64_t n = cache::CollectionEntries(*e.ctx, t);
+      if (n) o += "db" + std::to_string(db) + ":keys=" + std::to_string(n) + ",expires=0,avg_ttl=0\r\n";
+    }
+  }
+  c.r.Bulk(o);
+}
+
+std::string ClientLine(const net::Conn& k, int64_t now) {
+  return "id=" + std::to_string(k.id) + " addr=" + k.addr + " laddr=" + k.laddr +
+         " fd=" + std::to_string(k.fd) + " name=" + k.name +
+         " age=" + std::to_string((now - k.created_ms) / 1000) +
+         " idle=" + std::to_string((now - k.last_ms) / 1000) + " flags=N db=" + std::to_string(k.db) +
+         " sub=0 psub=0 ssub=0 multi=-1 qbuf=" + std::to_string(k.in.size() - k.in_pos) +
+         " qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=" + std::to_string(k.pending()) +
+         " tot-mem=0 events=r cmd=" + k.last_cmd + " user=default redir=-1 resp=2\n";
+}
+
+void CmdClient(CmdCtx& c) {
+  std::string_view sub = c.arg(1);
+  int64_t now = net::WallMs();
+  if (EqNoCase(sub, "ID") && c.argc() == 2) {
+    c.r.Int(static_cast<long long>(c.conn.id));
+  } else if (EqNoCase(sub, "GETNAME") && c.argc() == 2) {
+    if (c.conn.name.empty()) {
+      c.r.Null();
+    } else {
+      c.r.Bulk(c.conn.name);
+    }
+  } else if (EqNoCase(sub, "SETNAME") && c.argc() == 3) {
+    if (!ValidClientName(c.arg(2))) {
+      c.r.Error("ERR Client names cannot contain spaces, newlines or special characters.");
+      return;
+    }
+    c.conn.name = std::string(c.arg(2));
+    c.r.Simple("OK");
+  } else if (EqNoCase(sub, "SETINFO") && c.argc() == 4) {
+    c.r.Simple("OK");
+  } else if (EqNoCase(sub, "INFO") && c.argc() == 2) {
+    c.r.Bulk(ClientLine(c.conn, now));
+  } else if (EqNoCase(sub, "LIST")) {
+    // The connections of this worker process (each worker owns its own).
+    std::string o;
+    c.env.server->ForEach([&](const net::Conn& k) { o += ClientLine(k, now); });
+    c.r.Bulk(o);
+  } else if (EqNoCase(sub, "KILL") && c.argc() == 4 && EqNoCase(c.arg(2), "ID")) {
+    long long id;
+    if (!ParseLLOrReply(c, c.arg(3), &id)) return;
+    bool found = false;
+    c.env.server->ForEach([&](const net::Conn& k) { found |= k.id == static_cast<uint64_t>(id); });
+    if (!found) {
+      c.r.Error("ERR No such client");
+      return;
+    }
+    if (static_cast<uint64_t>(id) == c.conn.id) {
+      c.conn.close_after_write = true;
+    } else {
+      c.env.server->Kill(static_cast<uint64_t>(id));
+    }
+    c.r.Int(1);
+  } else {
+    c.r.Error("ERR unknown subcommand or wrong number of arguments for '" + std::string(sub) +
+              "'. Try CLIENT HELP.");
+  }
+}
+
+struct LiveParam {
+  const char* name;
+  bool settable;
+};
+constexpr LiveParam kConfigParams[] = {
+    {"timeout", true},       {"loglevel", true},  {"maxclients", false},
+    {"databases", false},    {"port", false},     {"bind", false},
+    {"maxmemory", false},    {"maxmemory-policy", false}, {"proto-max-bulk-len", false},
+    {"save", false},         {"appendonly", false},
+};
+
+std::string ConfigValue(const Env& e, std::string_view name) {
+  if (name == "timeout") return std::to_string(e.procs->live_timeout.load());
+  if (name == "loglevel") {
+    return proc::LogLevelName(static_cast<proc::LogLevel>(e.procs->live_loglevel.load()));
+  }
+  if (name == "maxclients") return std::to_string(e.cfg->maxclients);
+  if (name == "databases") return std::to_string(e.db_names.size());
+  if (name == "port") return e.cfg->resp.substr(e.cfg->resp.rfind(':') + 1);
+  if (name == "bind") return e.cfg->resp.substr(0, e.cfg->resp.rfind(':'));
+  if (name == "maxmemory") return std::to_string(e.ctx->arena.cap_bytes());
+  if (name == "maxmemory-policy") return "noeviction";
+  if (name == "proto-max-bulk-len") return std::to_string(uint64_t(e.cfg->max_value_mb) << 20);
+  if (name == "save") return "";
+  if (name == "appendonly") return "no";
+  return "";
+}
+
+void CmdConfig(CmdCtx& c) {
+  std::string_view sub = c.arg(1);
+  if (EqNoCase(sub, "GET") && c.argc() >= 3) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& p : kConfigParams) {
+      for (size_t i = 2; i < c.argc(); ++i) {
+        if (cache::GlobMatch(c.arg(i), p.name, true)) {
+          out.emplace_back(p.name, ConfigValue(c.env, p.name));
+          break;
+        }
+      }
+    }
+    c.r.Array(out.size() * 2);
+    for (const auto& [k, v] : out) {
+      c.r.Bulk(k);
+      c.r.Bulk(v);
+    }
+  } else if (EqNoCase(sub, "SET") && c.argc() >= 4 && c.argc() % 2 == 0) {
+    for (size_t i = 2; i < c.argc(); i += 2) {
+      std::string_view k = c.arg(i), v = c.arg(i + 1);
+      if (EqNoCase(k, "timeout")) {
+        long long t;
+        if (!ParseLL(v, &t) || t < 0 || t > INT32_MAX) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
+                    "couldn't be parsed into an integer");
+          return;
+        }
+        c.env.procs->live_timeout.store(static_cast<int32_t>(t));
+      } else if (EqNoCase(k, "loglevel")) {
+        proc::LogLevel l;
+        std::string lv(v);
+        if (lv == "verbose") lv = "info";
+        if (lv == "warning" || !proc::LogLevelFromName(lv, &l)) {
+          if (lv == "warning") l = proc::LogLevel::kWarning;
+          else {
+            c.r.Error("ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) "
+                      "must be one of the following: debug, verbose, notice, warning, nothing");
+            return;
+          }
+        }
+        c.env.procs->live_loglevel.store(static_cast<int32_t>(l));
+      } else {
+        bool known = false;
+        for (const auto& p : kConfigParams) known |= EqNoCase(k, p.name);
+        c.r.Error(known ? "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                              "') - can't set immutable config"
+                        : "ERR Unknown option or number of arguments for CONFIG SET - '" +
+                              std::string(k) + "'");
+        return;
+      }
+    }
+    c.env.procs->live_gen.fetch_add(1);
+    c.r.Simple("OK");
+  } else if (EqNoCase(sub, "RESETSTAT") && c.argc() == 2) {
+    for (int s = 0; s < proc::kDoorStatCount; ++s) {
+      c.env.procs->door_base[s] = proc::DoorSum(*c.env.procs, static_cast<proc::DoorStat>(s), true);
+    }
+    for (size_t db = 0; db < c.env.db_names.size(); ++db) {
+      cache::TableRef t;
+      if (TableForDb(c.env, static_cast<int>(db), &t)) cache::ResetCollectionStats(*c.env.ctx, t);
+    }
+    c.r.Simple("OK");
+  } else {
+    c.r.Error("ERR unknown subcommand or wrong number of arguments for '" + std::string(sub) +
+              "'. Try CONFIG HELP.");
+  }
+}
+
+void CmdTime(CmdCtx& c) {
+  timeval tv;
+  gettimeofday(&tv, nullptr);
+  c.r.Array(2);
+  c.r.Bulk(std::to_string(tv.tv_sec));
+  c.r.Bulk(std::to_string(tv.tv_usec));
+}
+
+constexpr CommandSpec kServerCommands[] = {
+    {"ping", -1, kFast, &CmdPing},
+    {"echo", 2, kFast, &CmdEcho},
+    {"quit", -1, kFast | kNoAuth, &CmdQuit},
+    {"auth", -2, kFast | kNoAuth, &CmdAuth},
+    {"select", 2, kFast, &CmdSelect},
+    {"hello", -1, kFast | kNoAuth, &CmdHello},
+    {"command", -1, 0, &CmdCommand},
+    {"info", -1, 0, &CmdInfo},
+    {"client", -2, kAdmin, &CmdClient},
+    {"config", -2, kAdmin, &CmdConfig},
+    {"time", 1, kFast, &CmdTime},
+};
+
+}  // namespace
+
+void RegisterServerFamily(Env& e) { Register(e, kServerCommands); }
+
+}  // namespace modules::resp

@@ -1,0 +1,360 @@
+// perfcached — per-worker connection handling over libevent.
+// Copyright (c) 2026 the perfcached authors.
+#include "net/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace net {
+namespace {
+
+bool PeerIsLoopback(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    auto* s4 = reinterpret_cast<const sockaddr_in*>(&ss);
+    return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) return s6->sin6_addr.s6_addr[12] == 127;
+  }
+  return ss.ss_family == AF_UNIX;
+}
+
+bool CidrMatch(const Cidr& c, const sockaddr_storage& ss) {
+  uint8_t a[16];
+  bool v6;
+  if (ss.ss_family == AF_INET) {
+    std::memcpy(a, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, 4);
+    v6 = false;
+  } else if (ss.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+      std::memcpy(a, s6->sin6_addr.s6_addr + 12, 4);
+      v6 = false;
+    } else {
+      std::memcpy(a, s6->sin6_addr.s6_addr, 16);
+      v6 = true;
+    }
+  } else {
+    return false;
+  }
+  if (v6 != c.v6) return false;
+  int bits = c.bits;
+  for (int i = 0; bits > 0; ++i, bits -= 8) {
+    uint8_t mask = bits >= 8 ? 0xFF : static_cast<uint8_t>(0xFF << (8 - bits));
+    if ((a[i] & mask) != (c.addr[i] & mask)) return false;
+  }
+  return true;
+}
+
+std::string AddrString(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* s4 = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+    port = ntohs(s4->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+    port = ntohs(s6->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+int64_t WallMs() {
+  timeval tv;
+  gettimeofday(&tv, nullptr);
+  return int64_t{tv.tv_sec} * 1000 + tv.tv_usec / 1000;
+}
+
+bool ParseCidr(std::string_view s, Cidr* out) {
+  std::string_view addr = s;
+  int bits = -1;
+  if (size_t slash = s.find('/'); slash != std::string_view::npos) {
+    addr = s.substr(0, slash);
+    std::string_view b = s.substr(slash + 1);
+    auto r = std::from_chars(b.data(), b.data() + b.size(), bits);
+    if (r.ec != std::errc() || r.ptr != b.data() + b.size()) return false;
+  }
+  std::string a(addr);
+  Cidr c;
+  if (inet_pton(AF_INET, a.c_str(), c.addr) == 1) {
+    c.v6 = false;
+    if (bits < 0) bits = 32;
+    if (bits > 32) return false;
+  } else if (inet_pton(AF_INET6, a.c_str(), c.addr) == 1) {
+    c.v6 = true;
+    if (bits < 0) bits = 128;
+    if (bits > 128) return false;
+  } else {
+    return false;
+  }
+  c.bits = bits;
+  *out = c;
+  return true;
+}
+
+Server::Server(event_base* base, int listen_fd, const ServerOptions& o, DispatchFn dispatch,
+               std::atomic<uint64_t>* counters)
+    : base_(base),
+      lfd_(listen_fd),
+      opt_(o),
+      dispatch_(std::move(dispatch)),
+      counters_(counters),
+      next_id_(o.id_base) {
+  accept_ev_ = event_new(base_, lfd_, EV_READ | EV_PERSIST, &Server::OnAccept, this);
+  event_add(accept_ev_, nullptr);
+}
+
+Server::~Server() {
+  if (accept_ev_) event_free(accept_ev_);
+  for (Conn* c : all_) {
+    if (c) Close(c);
+  }
+}
+
+void Server::Count(int stat, uint64_t n) {
+  if (!counters_) return;
+  auto& v = counters_[stat];
+  v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+void Server::StopAccepting() {
+  if (accept_ev_) {
+    event_free(accept_ev_);
+    accept_ev_ = nullptr;
+  }
+  if (lfd_ >= 0) {
+    close(lfd_);
+    lfd_ = -1;
+  }
+}
+
+bool Server::DrainIdle() {
+  for (Conn* c : all_) {
+    if (c && c->pending() == 0) Close(c);
+  }
+  return conns_ == 0;
+}
+
+void Server::ForEach(const std::function<void(const Conn&)>& fn) const {
+  for (const Conn* c : all_) {
+    if (c) fn(*c);
+  }
+}
+
+void Server::CloseIdle(int64_t now_ms) {
+  if (opt_.timeout_s <= 0) return;
+  for (Conn* c : all_) {
+    if (c && c->pending() == 0 && now_ms - c->last_ms > int64_t{opt_.timeout_s} * 1000) Close(c);
+  }
+}
+
+void Server::Kill(uint64_t id) {
+  for (Conn* c : all_) {
+    if (c && c->id == id) {
+      c->close_after_write = true;
+      if (c->pending() == 0) Close(c);
+      return;
+    }
+  }
+}
+
+void Server::OnAccept(evutil_socket_t, short, void* arg) {
+  auto* s = static_cast<Server*>(arg);
+  for (int i = 0; i < 64 && s->lfd_ >= 0; ++i) {
+    sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int fd = accept4(s->lfd_, reinterpret_cast<sockaddr*>(&ss), &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN (another worker took it), EMFILE, ...
+    bool loop = PeerIsLoopback(ss);
+    bool allowed = loop || !s->opt_.require_allow;
+    for (const Cidr& c : s->opt_.allow) allowed = allowed || CidrMatch(c, ss);
+    if (!allowed) {
+      s->Count(kCtrRejected);
+      close(fd);
+      continue;
+    }
+    if (s->conns_ >= static_cast<size_t>(s->opt_.maxclients)) {
+      static const char kMax[] = "-ERR max number of clients reached\r\n";
+      (void)!write(fd, kMax, sizeof kMax - 1);
+      s->Count(kCtrRejected);
+      close(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto* c = new Conn();
+    c->fd = fd;
+    c->id = ++s->next_id_;
+    c->srv = s;
+    c->parser = RespParser(s->opt_.limits);
+    c->addr = AddrString(ss);
+    sockaddr_storage ls;
+    socklen_t ll = sizeof ls;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ls), &ll) == 0) c->laddr = AddrString(ls);
+    c->created_ms = c->last_ms = WallMs();
+    c->authed = !s->opt_.auth_required;
+    c->rev = event_new(s->base_, fd, EV_READ | EV_PERSIST, &Server::OnRead, c);
+    c->wev = event_new(s->base_, fd, EV_WRITE | EV_PERSIST, &Server::OnWrite, c);
+    event_add(c->rev, nullptr);
+    if (static_cast<size_t>(fd) >= s->all_.size()) s->all_.resize(static_cast<size_t>(fd) + 64);
+    s->all_[static_cast<size_t>(fd)] = c;
+    ++s->conns_;
+    s->Count(kCtrAccepted);
+    s->Count(kCtrOpen);
+  }
+}
+
+void Server::OnRead(evutil_socket_t, short, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  Server* s = c->srv;
+  // Read a large bulk in big steps; otherwise 16 KiB at a time.
+  size_t want = c->parser.bulk_remaining() > 16384 ? c->parser.bulk_remaining() : 16384;
+  if (want > (1u << 20)) want = 1u << 20;
+  size_t old = c->in.size();
+  c->in.resize(old + want);
+  ssize_t n = read(c->fd, c->in.data() + old, want);
+  if (n <= 0) {
+    c->in.resize(old);
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) s->Close(c);
+    return;
+  }
+  c->in.resize(old + static_cast<size_t>(n));
+  s->Count(kCtrBytesIn, static_cast<uint64_t>(n));
+  c->last_ms = WallMs();
+  if (c->in.size() - c->in_pos > kQueryBufMax) {
+    s->Close(c);  // client-query-buffer-limit
+    return;
+  }
+  if (!c->cont) s->Process(c);
+}
+
+void Server::Process(Conn* c) {
+  while (!c->cont && !c->close_after_write && c->in_pos < c->in.size() &&
+         c->pending() < kOutPause) {
+    size_t before = c->in_pos;
+    RespParser::Result r = c->parser.Parse(c->in.data(), c->in.size(), &c->in_pos);
+    if (r == RespParser::Result::kNeedMore) break;
+    if (r == RespParser::Result::kError) {
+      Reply(&c->out).Error("ERR " + c->parser.error());
+      Count(kCtrErrors);
+      c->close_after_write = true;
+      c->parser.Reset();
+      break;
+    }
+    (void)before;
+    size_t argc = c->parser.argc();
+    if (argc == 0) continue;
+    c->argv.clear();
+    for (size_t i = 0; i < argc; ++i) c->argv.push_back(c->parser.arg(c->in.data(), i));
+    Count(kCtrCommands);
+    size_t out_before = c->out.size();
+    dispatch_(*c);
+    if (c->out.size() > out_before && c->out[out_before] == '-') Count(kCtrErrors);
+    if (c->cont) {
+      if (!c->cont_ev) c->cont_ev = evtimer_new(base_, &Server::OnCont, c);
+      timeval zero{0, 0};
+      evtimer_add(c->cont_ev, &zero);
+      break;
+    }
+  }
+  // Drop consumed input (the parser keeps offsets relative to in_pos).
+  if (c->in_pos == c->in.size()) {
+    c->in.clear();
+    c->in_pos = 0;
+    if (c->in.capacity() > (1u << 20)) c->in.shrink_to_fit();
+  } else if (c->in_pos > (64u << 10)) {
+    c->in.erase(0, c->in_pos);
+    c->in_pos = 0;
+  }
+  (void)Flush(c);
+}
+
+bool Server::Flush(Conn* c) {
+  while (c->pending() > 0) {
+    ssize_t n = write(c->fd, c->out.data() + c->out_pos, c->pending());
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) break;
+      Close(c);
+      return false;
+    }
+    Count(kCtrBytesOut, static_cast<uint64_t>(n));
+    c->out_pos += static_cast<size_t>(n);
+  }
+  if (c->pending() == 0) {
+    c->out.clear();
+    c->out_pos = 0;
+    if (c->out.capacity() > (4u << 20)) c->out.shrink_to_fit();
+    if (c->close_after_write) {
+      Close(c);
+      return false;
+    }
+    event_del(c->wev);
+  } else {
+    event_add(c->wev, nullptr);
+  }
+  // Backpressure: stop reading while the client is not reading its replies.
+  bool want_read = c->pending() < kOutPause && !c->close_after_write;
+  if (want_read != c->reading) {
+    c->reading = want_read;
+    if (want_read) {
+      event_add(c->rev, nullptr);
+    } else {
+      event_del(c->rev);
+    }
+  }
+  return true;
+}
+
+void Server::OnWrite(evutil_socket_t, short, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  Server* s = c->srv;
+  bool was_paused = !c->reading;
+  if (!s->Flush(c)) return;  // closed
+  // Resume parsing what was buffered while paused.
+  if (was_paused && c->reading && c->in_pos < c->in.size()) s->Process(c);
+}
+
+void Server::OnCont(evutil_socket_t, short, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  Server* s = c->srv;
+  if (!c->cont) return;
+  if (c->cont(*c)) {
+    c->cont = nullptr;
+    s->Process(c);  // flushes, then goes on with pipelined input
+  } else {
+    if (!s->Flush(c)) return;
+    timeval zero{0, 0};
+    evtimer_add(c->cont_ev, &zero);
+  }
+}
+
+void Server::Close(Conn* c) {
+  if (c->fd >= 0 && static_cast<size_t>(c->fd) < all_.size()) all_[static_cast<size_t>(c->fd)] = nullptr;
+  if (c->rev) event_free(c->rev);
+  if (c->wev) event_free(c->wev);
+  if (c->cont_ev) event_free(c->cont_ev);
+  if (c->fd >= 0) close(c->fd);
+  --conns_;
+  if (counters_) {
+    auto& v = counters_[kCtrOpen];
+    uint64_t cur = v.load(std::memory_order_relaxed);
+    v.store(cur ? cur - 1 : 0, std::memory_order_relaxed);
+  }
+  delete c;
+}
+
+}  // namespace net

@@ -1,0 +1,132 @@
+// perfcached — one worker's event loop door: accept, read, parse, dispatch, write.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// A Server owns one pre-bound listening socket (SO_REUSEPORT, one per
+// worker) inside the worker's libevent loop. For each connection it reads
+// into the connection's input buffer, parses as many RESP commands as are
+// complete (pipelining), hands each to the dispatch function, and writes
+// the replies. Backpressure: when a client's unsent output passes
+// kOutPause, the server stops reading and parsing that client until it
+// drains, so a client that never reads its replies holds at most about
+// kOutPause + one reply of memory and slows only itself.
+
+#include <event2/event.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/resp.h"
+
+namespace net {
+
+inline constexpr size_t kOutPause = 1u << 20;       // stop reading above 1 MiB unsent
+inline constexpr size_t kQueryBufMax = 1u << 30;    // client-query-buffer-limit (1 GiB)
+
+struct Cidr {
+  bool v6 = false;
+  uint8_t addr[16] = {};
+  int bits = 0;
+};
+bool ParseCidr(std::string_view s, Cidr* out);
+
+class Server;
+
+struct Conn {
+  int fd = -1;
+  uint64_t id = 0;
+  event* rev = nullptr;
+  event* wev = nullptr;
+  Server* srv = nullptr;
+  std::string in;
+  size_t in_pos = 0;
+  std::string out;
+  size_t out_pos = 0;
+  RespParser parser;
+  bool reading = true;
+  bool close_after_write = false;
+  bool closing = false;
+  // Session state used by the command handlers.
+  int db = 0;
+  bool authed = false;
+  std::string name;
+  std::string addr;       // "ip:port"
+  std::string laddr;
+  int64_t created_ms = 0;
+  int64_t last_ms = 0;
+  std::string last_cmd;
+  std::vector<std::string_view> argv;  // current command
+  // A long command (KEYS over a big table) runs in slices: the handler sets
+  // `cont`; the server calls it again from the event loop (other clients
+  // are served in between) until it returns true, and only then reads the
+  // next command of this client.
+  std::function<bool(Conn&)> cont;
+  event* cont_ev = nullptr;
+  size_t pending() const { return out.size() - out_pos; }
+};
+
+struct ServerOptions {
+  int maxclients = 10000;          // this worker's share
+  int timeout_s = 0;
+  RespLimits limits;
+  std::vector<Cidr> allow;         // empty = loopback only off-loopback checks
+  bool require_allow = false;      // non-loopback peers need an allow match
+  bool auth_required = false;
+  uint64_t id_base = 0;            // client ids: unique across workers
+};
+
+// Handle argv (c.argv), append the reply to c.out. May set close_after_write.
+using DispatchFn = std::function<void(Conn& c)>;
+
+class Server {
+ public:
+  Server(event_base* base, int listen_fd, const ServerOptions& o, DispatchFn dispatch,
+         std::atomic<uint64_t>* counters);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Stop accepting (SIGTERM); existing connections finish their replies.
+  void StopAccepting();
+  // Close every connection with nothing left to send; true when none left.
+  bool DrainIdle();
+  size_t connections() const { return conns_; }
+  void ForEach(const std::function<void(const Conn&)>& fn) const;
+  void CloseIdle(int64_t now_ms);  // timeout enforcement
+  void Kill(uint64_t id);          // CLIENT KILL ID
+  const ServerOptions& options() const { return opt_; }
+  void set_timeout(int s) { opt_.timeout_s = s; }
+
+ private:
+  static void OnAccept(evutil_socket_t fd, short, void* arg);
+  static void OnRead(evutil_socket_t fd, short, void* arg);
+  static void OnWrite(evutil_socket_t fd, short, void* arg);
+  static void OnCont(evutil_socket_t fd, short, void* arg);
+  void Process(Conn* c);
+  bool Flush(Conn* c);  // false: the connection was closed
+  void Close(Conn* c);
+  void Count(int stat, uint64_t n = 1);
+
+  event_base* base_;
+  int lfd_;
+  event* accept_ev_ = nullptr;
+  ServerOptions opt_;
+  DispatchFn dispatch_;
+  std::atomic<uint64_t>* counters_;
+  std::vector<Conn*> all_;  // index = fd (sparse)
+  size_t conns_ = 0;
+  uint64_t next_id_ = 0;
+};
+
+// Door counter indices (match proc::DoorStat).
+enum : int { kCtrOpen = 0, kCtrAccepted, kCtrRejected, kCtrCommands, kCtrErrors, kCtrBytesIn,
+             kCtrBytesOut };
+
+int64_t WallMs();
+
+}  // namespace net

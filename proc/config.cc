@@ -1,0 +1,389 @@
+// perfcached — configuration rows, INI loader and overrides.
+// Copyright (c) 2026 the perfcached authors.
+#include "proc/config.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace proc {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool ToInt(std::string_view v, int lo, int hi, int* out, std::string* err) {
+  int x;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || x < lo || x > hi) {
+    *err = "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got '" +
+           std::string(v) + "'";
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+bool ToBool(std::string_view v, bool* out, std::string* err) {
+  if (v == "yes" || v == "true" || v == "on" || v == "1") {
+    *out = true;
+  } else if (v == "no" || v == "false" || v == "off" || v == "0") {
+    *out = false;
+  } else {
+    *err = "expected yes/no, got '" + std::string(v) + "'";
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> SplitList(std::string_view v) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= v.size()) {
+    size_t j = v.find_first_of(", ", i);
+    if (j == std::string_view::npos) j = v.size();
+    std::string_view item = Trim(v.substr(i, j - i));
+    if (!item.empty()) out.emplace_back(item);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string JoinList(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+#define INT_ROW(sec, key, field, lo, hi, help)                                         \
+  ParamSpec {                                                                          \
+    sec, #key, ParamType::kInt, help,                                                  \
+        [](Config& c, std::string_view v, std::string* e) {                            \
+          return ToInt(v, lo, hi, &c.field, e);                                        \
+        },                                                                             \
+        [](const Config& c) { return std::to_string(c.field); }                        \
+  }
+#define BOOL_ROW(sec, key, field, help)                                                \
+  ParamSpec {                                                                          \
+    sec, #key, ParamType::kBool, help,                                                 \
+        [](Config& c, std::string_view v, std::string* e) { return ToBool(v, &c.field, e); }, \
+        [](const Config& c) { return std::string(c.field ? "yes" : "no"); }            \
+  }
+#define STR_ROW(sec, key, field, help)                                                 \
+  ParamSpec {                                                                          \
+    sec, #key, ParamType::kString, help,                                               \
+        [](Config& c, std::string_view v, std::string*) {                              \
+          c.field = std::string(v);                                                    \
+          return true;                                                                 \
+        },                                                                             \
+        [](const Config& c) { return c.field; }                                        \
+  }
+#define LIST_ROW(sec, key, field, type, help)                                          \
+  ParamSpec {                                                                          \
+    sec, #key, type, help,                                                             \
+        [](Config& c, std::string_view v, std::string*) {                              \
+          auto l = SplitList(v);                                                       \
+          c.field.insert(c.field.end(), l.begin(), l.end());                           \
+          return true;                                                                 \
+        },                                                                             \
+        [](const Config& c) { return JoinList(c.field); }                              \
+  }
+
+const ParamSpec kParams[] = {
+    INT_ROW("daemon", workers, workers, 0, 1024, "worker processes (0 = number of cores)"),
+    INT_ROW("daemon", databases, databases, 1, 128,
+            "collections \"0\"..\"N-1\" for SELECT when none are declared"),
+    STR_ROW("daemon", pid_file, pid_file, "pid file written when daemonized"),
+    STR_ROW("daemon", log_level, log_level, "error | warning | notice | info | debug"),
+    BOOL_ROW("daemon", allow_create, allow_create, "allow creating/dropping collections at runtime"),
+    INT_ROW("daemon", growth_budget, growth_budget, 1, 1 << 20,
+            "bucket splits per timer tick per collection"),
+    INT_ROW("daemon", sweep_ms, sweep_ms, 10, 60000, "expiry sweep period in ms"),
+    INT_ROW("memory", arena_mb, arena_mb, 16, 32768, "shared arena committed at start (MiB)"),
+    INT_ROW("memory", arena_cap_mb, arena_cap_mb, 0, 32768,
+            "arena may grow to this (MiB, 0 = arena_mb)"),
+    STR_ROW("memory", hugepages, hugepages, "auto | hugetlb | thp | collapse | off"),
+    BOOL_ROW("memory", lock_memory, lock_memory, "mlock the arena (warns when refused)"),
+    INT_ROW("memory", max_value_mb, max_value_mb, 1, 4095, "largest value accepted (MiB)"),
+    STR_ROW("listen", resp, resp, "RESP (Redis) door host:port, empty = off"),
+    LIST_ROW("listen", resp_allow, resp_allow, ParamType::kList,
+             "CIDRs allowed to connect; required when resp is not loopback"),
+    LIST_ROW("listen", resp_collections, resp_collections, ParamType::kList,
+             "SELECT mapping, e.g. 0:sessions, 1:counters"),
+    INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
+    INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
+    LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
+             "AUTH password(s); several lines rotate (any matches)"),
+};
+
+#undef INT_ROW
+#undef BOOL_ROW
+#undef STR_ROW
+#undef LIST_ROW
+
+bool SetCollectionKey(CollectionConfig& cc, std::string_view key, std::string_view v,
+                      std::string* err) {
+  int x;
+  if (key == "buckets") {
+    if (!ToInt(v, 16, 1 << 25, &x, err)) return false;
+    cc.buckets = static_cast<uint32_t>(x);
+  } else if (key == "buckets_log2") {
+    if (!ToInt(v, 4, 25, &x, err)) return false;
+    cc.buckets = 1u << x;
+  } else if (key == "load_factor") {
+    if (!ToInt(v, 1, 64, &x, err)) return false;
+    cc.load_factor = static_cast<uint32_t>(x);
+  } else if (key == "expired_events") {
+    return ToBool(v, &cc.expired_events, err);
+  } else {
+    *err = "unknown key '" + std::string(key) +
+           "' in [collection] (expected buckets, buckets_log2, load_factor, expired_events)";
+    return false;
+  }
+  return true;
+}
+
+bool SetKey(Config* c, std::string_view section, std::string_view key, std::string_view value,
+            int line, std::string* err) {
+  if (section.substr(0, 11) == "collection ") {
+    std::string name(Trim(section.substr(11)));
+    CollectionConfig* cc = nullptr;
+    for (auto& x : c->collections) {
+      if (x.name == name) cc = &x;
+    }
+    if (!cc) {
+      c->collections.push_back(CollectionConfig{name, 1024, 4, false, line});
+      cc = &c->collections.back();
+    }
+    return SetCollectionKey(*cc, key, value, err);
+  }
+  std::string known;
+  bool section_known = false;
+  for (const ParamSpec& p : kParams) {
+    if (section != p.section) continue;
+    section_known = true;
+    if (key == p.name) return p.set(*c, value, err);
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  if (!section_known) {
+    *err = "unknown section [" + std::string(section) +
+           "] (expected daemon, memory, listen, secrets, collection NAME)";
+  } else {
+    *err = "unknown key '" + std::string(key) + "' in [" + std::string(section) +
+           "] (expected one of: " + known + ")";
+  }
+  return false;
+}
+
+}  // namespace
+
+std::span<const ParamSpec> Params() { return kParams; }
+
+bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
+  std::ifstream in(path);
+  if (!in) {
+    *err = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  c->source = path;
+  std::string raw, section;
+  int line = 0;
+  while (std::getline(in, raw)) {
+    ++line;
+    std::string_view s = Trim(raw);
+    if (s.empty() || s[0] == '#' || s[0] == ';') continue;
+    // Inline comments: " # ..." (a '#' inside a value needs no space before it).
+    size_t hc = s.find(" #");
+    if (hc != std::string_view::npos) s = Trim(s.substr(0, hc));
+    if (s[0] == '[') {
+      if (s.back() != ']') {
+        *err = path + ":" + std::to_string(line) + ": expected ']' to close the section header";
+        return false;
+      }
+      section = std::string(Trim(s.substr(1, s.size() - 2)));
+      if (section == "collection" ||
+          (section.rfind("collection ", 0) == 0 && Trim(std::string_view(section).substr(11)).empty())) {
+        *err = path + ":" + std::to_string(line) + ": [collection NAME] needs a name";
+        return false;
+      }
+      continue;
+    }
+    size_t eq = s.find('=');
+    if (eq == std::string_view::npos) {
+      *err = path + ":" + std::to_string(line) + ": expected 'key = value' or '[section]'";
+      return false;
+    }
+    if (section.empty()) {
+      *err = path + ":" + std::to_string(line) + ": key outside of any [section]";
+      return false;
+    }
+    std::string e;
+    if (!SetKey(c, section, Trim(s.substr(0, eq)), Trim(s.substr(eq + 1)), line, &e)) {
+      *err = path + ":" + std::to_string(line) + ": " + e;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
+  size_t eq = kv.find('=');
+  size_t dot = kv.find('.');
+  if (eq == std::string_view::npos || dot == std::string_view::npos || dot > eq) {
+    *err = "-o " + std::string(kv) + ": expected section.key=value";
+    return false;
+  }
+  std::string section(kv.substr(0, dot));
+  std::string_view key = kv.substr(dot + 1, eq - dot - 1);
+  if (section == "collection") {
+    size_t d2 = key.rfind('.');
+    if (d2 == std::string_view::npos) {
+      *err = "-o " + std::string(kv) + ": expected collection.NAME.key=value";
+      return false;
+    }
+    section = "collection " + std::string(key.substr(0, d2));
+    key = key.substr(d2 + 1);
+  }
+  std::string e;
+  if (!SetKey(c, section, key, kv.substr(eq + 1), 0, &e)) {
+    *err = "-o " + std::string(kv) + ": " + e;
+    return false;
+  }
+  return true;
+}
+
+bool ParseHostPort(std::string_view s, std::string* host, int* port) {
+  std::string_view h = "127.0.0.1", p = s;
+  if (!s.empty() && s[0] == '[') {
+    size_t rb = s.find(']');
+    if (rb == std::string_view::npos || rb + 1 >= s.size() || s[rb + 1] != ':') return false;
+    h = s.substr(1, rb - 1);
+    p = s.substr(rb + 2);
+  } else if (size_t colon = s.rfind(':'); colon != std::string_view::npos) {
+    h = s.substr(0, colon);
+    p = s.substr(colon + 1);
+  }
+  int x;
+  auto r = std::from_chars(p.data(), p.data() + p.size(), x);
+  if (r.ec != std::errc() || r.ptr != p.data() + p.size() || x < 0 || x > 65535 || h.empty()) {
+    return false;
+  }
+  *host = std::string(h);
+  *port = x;
+  return true;
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+}
+
+bool FinishConfig(Config* c, std::string* err) {
+  if (c->collections.empty()) {
+    for (int i = 0; i < c->databases; ++i) {
+      c->collections.push_back(CollectionConfig{std::to_string(i), 1024, 4, false, 0});
+    }
+  }
+  if (c->arena_cap_mb != 0 && c->arena_cap_mb < c->arena_mb) {
+    *err = "[memory] arena_cap_mb (" + std::to_string(c->arena_cap_mb) +
+           ") is below arena_mb (" + std::to_string(c->arena_mb) + ")";
+    return false;
+  }
+  static const char* kTiers[] = {"auto", "hugetlb", "thp", "collapse", "off"};
+  bool tier_ok = false;
+  for (const char* t : kTiers) tier_ok |= c->hugepages == t;
+  if (!tier_ok) {
+    *err = "[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got '" +
+           c->hugepages + "'";
+    return false;
+  }
+  static const char* kLevels[] = {"error", "warning", "notice", "info", "debug"};
+  bool lvl_ok = false;
+  for (const char* l : kLevels) lvl_ok |= c->log_level == l;
+  if (!lvl_ok) {
+    *err = "[daemon] log_level: expected error, warning, notice, info or debug, got '" +
+           c->log_level + "'";
+    return false;
+  }
+  if (!c->resp.empty()) {
+    std::string host;
+    int port;
+    if (!ParseHostPort(c->resp, &host, &port)) {
+      *err = "[listen] resp: expected host:port, got '" + c->resp + "'";
+      return false;
+    }
+    if (!IsLoopbackHost(host) && c->resp_allow.empty()) {
+      *err = "[listen] resp = " + c->resp +
+             " is not loopback: set resp_allow (CIDRs allowed to connect) to open it";
+      return false;
+    }
+  }
+  for (const auto& m : c->resp_collections) {
+    size_t colon = m.find(':');
+    int db;
+    std::string e;
+    if (colon == std::string::npos || !ToInt(std::string_view(m).substr(0, colon), 0, 1023, &db, &e)) {
+      *err = "[listen] resp_collections: expected DB:collection, got '" + m + "'";
+      return false;
+    }
+    std::string name = m.substr(colon + 1);
+    bool found = false;
+    for (const auto& cc : c->collections) found |= cc.name == name;
+    if (!found) {
+      *err = "[listen] resp_collections: '" + m + "' names no declared collection";
+      return false;
+    }
+  }
+  for (const auto& cc : c->collections) {
+    if (cc.name.empty() || cc.name.size() > 63) {
+      *err = "[collection " + cc.name + "]: the name must be 1..63 characters";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string DumpConfig(const Config& c) {
+  std::ostringstream o;
+  o << "# effective configuration (from " << c.source << ")\n";
+  const char* cur = "";
+  for (const ParamSpec& p : kParams) {
+    if (std::string_view(cur) != p.section) {
+      o << (cur[0] ? "\n" : "") << "[" << p.section << "]\n";
+      cur = p.section;
+    }
+    std::string v = p.get(c);
+    if (p.type == ParamType::kSecret && !v.empty()) v = "********";
+    o << p.name << " = " << v << "\n";
+  }
+  for (const auto& cc : c.collections) {
+    o << "\n[collection " << cc.name << "]\nbuckets = " << cc.buckets
+      << "\nload_factor = " << cc.load_factor
+      << "\nexpired_events = " << (cc.expired_events ? "yes" : "no") << "\n";
+  }
+  return o.str();
+}
+
+std::string ConfigHelp() {
+  std::ostringstream o;
+  Config def;
+  const char* cur = "";
+  for (const ParamSpec& p : kParams) {
+    if (std::string_view(cur) != p.section) {
+      o << "  [" << p.section << "]\n";
+      cur = p.section;
+    }
+    std::string v = p.get(def);
+    o << "    " << p.name << " = " << (v.empty() ? "(empty)" : v) << "\n        " << p.help << "\n";
+  }
+  o << "  [collection NAME]\n    buckets = 1024 | buckets_log2 = 10\n        initial size\n"
+       "    load_factor = 4\n        grow above this many entries per bucket\n"
+       "    expired_events = no\n        raise an event for every expired key\n";
+  return o.str();
+}
+
+}  // namespace proc

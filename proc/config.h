@@ -1,0 +1,84 @@
+// perfcached — the daemon's configuration: option tables, INI loader, overrides.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// Options are rows (ParamSpec: section, name, type, default, help, setter,
+// getter) next to the struct they fill. The INI loader, `-o section.key=v`,
+// `-E` (effective config, secrets masked) and `--help` are generated from
+// the rows. An unknown key, a bad value or a missing file is refused with
+// file:line and what was expected.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace proc {
+
+struct CollectionConfig {
+  std::string name;
+  uint32_t buckets = 1024;      // initial size (rounded up to a power of two)
+  uint32_t load_factor = 4;     // grow above this many entries per bucket
+  bool expired_events = false;
+  int line = 0;                 // where it was declared (for errors)
+};
+
+struct Config {
+  // [daemon]
+  int workers = 0;              // 0 = number of cores
+  int databases = 16;           // collections "0".."N-1" when none declared
+  std::string pid_file = "/run/perfcached/perfcached.pid";
+  std::string log_level = "notice";
+  bool allow_create = false;
+  int growth_budget = 4096;     // splits per timer tick per collection
+  int sweep_ms = 1000;          // expiry sweep period
+  // [memory]
+  int arena_mb = 256;
+  int arena_cap_mb = 0;         // 0 = arena_mb
+  std::string hugepages = "auto";  // auto | hugetlb | thp | collapse | off
+  bool lock_memory = false;
+  int max_value_mb = 512;
+  // [listen]
+  std::string resp = "127.0.0.1:6379";
+  std::vector<std::string> resp_allow;       // CIDRs allowed off loopback
+  std::vector<std::string> resp_collections; // "0:sessions" pairs
+  int maxclients = 10000;
+  int timeout = 0;              // idle seconds before close, 0 = never
+  // [secrets]
+  std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
+  // [collection NAME]
+  std::vector<CollectionConfig> collections;
+
+  std::string source = "(embedded default)";
+};
+
+enum class ParamType { kInt, kBool, kString, kList, kSecret };
+
+struct ParamSpec {
+  const char* section;
+  const char* name;
+  ParamType type;
+  const char* help;
+  bool (*set)(Config&, std::string_view value, std::string* err);
+  std::string (*get)(const Config&);
+};
+
+std::span<const ParamSpec> Params();
+
+// Load `path` over the defaults. False with "file:line: message" in *err.
+bool LoadConfigFile(const std::string& path, Config* c, std::string* err);
+// Apply "section.key=value" (collections: "collection.NAME.key=value").
+bool ApplyOverride(std::string_view kv, Config* c, std::string* err);
+// Cross-field checks and derived defaults (databases -> collections, ...).
+bool FinishConfig(Config* c, std::string* err);
+// The effective configuration as INI text, secrets masked.
+std::string DumpConfig(const Config& c);
+// --help text generated from the rows.
+std::string ConfigHelp();
+
+// "host:port" -> parts. Accepts "[v6]:port" and "port" (127.0.0.1).
+bool ParseHostPort(std::string_view s, std::string* host, int* port);
+bool IsLoopbackHost(std::string_view host);
+
+}  // namespace proc

@@ -1,0 +1,417 @@
+// perfcached — supervisor, timer process and worker process lifecycles.
+// Copyright (c) 2026 the perfcached authors.
+#include "proc/daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "mem/arena.h"
+#include "proc/log.h"
+
+namespace proc {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t WallMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+void OwnerBump(std::atomic<int64_t>& v, int64_t x) { v.store(x, std::memory_order_relaxed); }
+
+int BindListener(const std::string& hostport, std::string* err) {
+  std::string host;
+  int port;
+  if (!ParseHostPort(hostport, &host, &port)) {
+    *err = "bad listen address " + hostport;
+    return -1;
+  }
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) {
+    *err = "cannot resolve " + host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 511) != 0) {
+    *err = "cannot listen on " + hostport + ": " + std::strerror(errno);
+    if (fd >= 0) close(fd);
+    freeaddrinfo(res);
+    return -1;
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+void RaiseFdLimit(int want) {
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  rlim_t target = static_cast<rlim_t>(want);
+  if (rl.rlim_cur >= target) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= target ? target : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < target) {
+    LOG_WARN("open files limit is %lu, below maxclients %d (raise LimitNOFILE / ulimit -n)",
+             static_cast<unsigned long>(rl.rlim_cur), want);
+  }
+}
+
+// ---- the timer process ------------------------------------------------------
+
+[[noreturn]] void RunTimer(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self) {
+  LogSetRole("timer");
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  cache::Ctx ctx(a, self->slot);
+  int64_t last_sweep = 0, last_repair = 0;
+  while (!g_stop) {
+    int64_t now = MonoMs();
+    OwnerBump(self->heartbeat_ms, WallMs());
+    for (const auto& ci : cache::ListCollections(ctx)) {
+      cache::TableRef t;
+      if (cache::OpenCollection(ctx, ci.name, &t) != mem::Status::kOk) continue;
+      uint32_t n = cache::GrowStep(ctx, t, static_cast<uint32_t>(cfg.growth_budget));
+      if (n > 0) LOG_DEBUG("collection %s: %u splits/merges", ci.name.c_str(), n);
+      if (now - last_sweep >= cfg.sweep_ms) (void)cache::SweepExpired(ctx, t, 1u << 20, {});
+    }
+    if (now - last_sweep >= cfg.sweep_ms) last_sweep = now;
+    if (now - last_repair >= 1000) {
+      uint32_t r = cache::RepairDead(ctx);
+      if (r) LOG_NOTICE("repaired %u lock(s)/slot(s) left by dead processes", r);
+      last_repair = now;
+    }
+    (void)pt;
+    usleep(100 * 1000);
+  }
+  ctx.alloc.FlushToGlobal();
+  _exit(0);
+}
+
+// ---- a worker process -------------------------------------------------------
+
+struct WorkerState {
+  event_base* base;
+  const DaemonHooks* hooks;
+  void* door;
+  ProcTable* pt;
+  ProcEntry* self;
+  bool stopping = false;
+  int64_t stop_deadline = 0;
+  uint32_t live_gen = 0;
+};
+
+void OnWorkerSignal(evutil_socket_t, short, void* arg) {
+  auto* w = static_cast<WorkerState*>(arg);
+  if (w->stopping) return;
+  w->stopping = true;
+  w->stop_deadline = MonoMs() + 5000;
+  w->hooks->stop_accepting(w->door);
+  LOG_INFO("stopping: no new connections, finishing replies in flight");
+}
+
+void OnWorkerTick(evutil_socket_t, short, void* arg) {
+  auto* w = static_cast<WorkerState*>(arg);
+  int64_t now = WallMs();
+  OwnerBump(w->self->heartbeat_ms, now);
+  uint32_t g = w->pt->live_gen.load();
+  if (g != w->live_gen) {
+    w->live_gen = g;
+    SetLogLevel(static_cast<LogLevel>(w->pt->live_loglevel.load()));
+  }
+  if (w->hooks->tick) w->hooks->tick(w->door, now);
+  if (w->stopping && (w->hooks->drain(w->door) || MonoMs() > w->stop_deadline)) {
+    event_base_loopbreak(w->base);
+  }
+}
+
+[[noreturn]] void RunWorker(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self,
+                            int lfd, const DaemonHooks& hooks) {
+  char role[32];
+  std::snprintf(role, sizeof role, "worker %d", self->rank);
+  LogSetRole(strdup(role));
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  signal(SIGPIPE, SIG_IGN);
+  cache::Ctx ctx(a, self->slot);
+  event_base* base = event_base_new();
+  WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank};
+  WorkerState ws{base, &hooks, nullptr, pt, self};
+  ws.door = hooks.worker_init(wc);
+  event* sigterm = evsignal_new(base, SIGTERM, &OnWorkerSignal, &ws);
+  event* sigint = evsignal_new(base, SIGINT, &OnWorkerSignal, &ws);
+  event_add(sigterm, nullptr);
+  event_add(sigint, nullptr);
+  event* tick = event_new(base, -1, EV_PERSIST, &OnWorkerTick, &ws);
+  timeval every{0, 100 * 1000};
+  event_add(tick, &every);
+  event_base_dispatch(base);
+  hooks.destroy(ws.door);
+  ctx.alloc.FlushToGlobal();
+  _exit(0);
+}
+
+void OnStopSignal(int) { g_stop = 1; }
+
+}  // namespace
+
+mem::Tier TierFromConfig(const std::string& h) {
+  if (h == "off") return mem::Tier::kSmall;
+  if (h == "collapse") return mem::Tier::kCollapse;
+  if (h == "thp") return mem::Tier::kThp;
+  return mem::Tier::kHugetlb;  // auto / hugetlb: try the whole ladder
+}
+
+int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hooks) {
+  LogLevel lvl = LogLevel::kNotice;
+  (void)LogLevelFromName(cfg.log_level, &lvl);
+  if (!o.foreground) {
+    // Daemonize before anything records a pid or a tid.
+    if (fork() > 0) _exit(0);
+    setsid();
+    if (fork() > 0) _exit(0);
+    int dn = open("/dev/null", O_RDWR);
+    dup2(dn, 0);
+    dup2(dn, 1);
+    dup2(dn, 2);
+    if (dn > 2) close(dn);
+  }
+  LogInit(!o.foreground, lvl);
+  LogSetRole("supervisor");
+  int nworkers = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (nworkers < 1) nworkers = 1;
+  RaiseFdLimit(cfg.maxclients + 64 * nworkers + 64);
+
+  mem::ArenaOptions ao;
+  ao.arena_mb = static_cast<size_t>(cfg.arena_mb);
+  ao.arena_cap_mb = static_cast<size_t>(cfg.arena_cap_mb);
+  ao.best_tier = TierFromConfig(cfg.hugepages);
+  ao.lock_memory = cfg.lock_memory;
+  ao.max_value = static_cast<size_t>(cfg.max_value_mb) << 20;
+  ao.max_procs = static_cast<uint32_t>(nworkers + 2 > 8 ? nworkers + 2 : 8);
+  std::string err;
+  mem::Arena* a = mem::Arena::Create(ao, &err);
+  if (!a) {
+    LOG_ERR("cannot create the arena: %s", err.c_str());
+    return 1;
+  }
+  LOG_NOTICE("arena: %d MiB committed, cap %zu MiB, tier %s (%s)", cfg.arena_mb,
+             a->cap_bytes() >> 20, mem::TierName(a->tier()), a->tier_note());
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
+  (void)cache::InitCatalog(*a, seed);
+  cache::Ctx ctx(*a, 0);
+  for (const auto& cc : cfg.collections) {
+    cache::CollectionOptions co;
+    co.buckets = cc.buckets;
+    co.load_x100 = cc.load_factor * 100;
+    co.expired_events = cc.expired_events;
+    mem::Status s = cache::CreateCollection(ctx, cc.name, co, nullptr);
+    if (s != mem::Status::kOk) {
+      LOG_ERR("cannot create collection '%s': %s", cc.name.c_str(),
+              std::string(mem::StatusName(s)).c_str());
+      return 1;
+    }
+  }
+  mem::Off pto = a->RegionAlloc(sizeof(ProcTable));
+  if (pto == 0) {
+    LOG_ERR("arena too small for the process table");
+    return 1;
+  }
+  auto* pt = reinterpret_cast<ProcTable*>(a->At(pto));
+  pt->started_ms.store(WallMs());
+  pt->live_timeout.store(cfg.timeout);
+  pt->live_loglevel.store(static_cast<int32_t>(lvl));
+  std::vector<int> lfds;
+  if (!cfg.resp.empty()) {
+    for (int i = 0; i < nworkers; ++i) {
+      int fd = BindListener(cfg.resp, &err);
+      if (fd < 0) {
+        LOG_ERR("%s", err.c_str());
+        return 1;
+      }
+      lfds.push_back(fd);
+    }
+  }
+  if (!o.foreground && !cfg.pid_file.empty()) {
+    FILE* f = std::fopen(cfg.pid_file.c_str(), "we");
+    if (f) {
+      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+      std::fclose(f);
+    } else {
+      LOG_WARN("cannot write pid file %s: %s", cfg.pid_file.c_str(), std::strerror(errno));
+    }
+  }
+  // Entries: 0 supervisor, 1 timer, 2.. workers (slot == entry index).
+  pt->count = static_cast<uint32_t>(nworkers + 2);
+  auto init_entry = [&](uint32_t i, int rank, Role role) {
+    ProcEntry& e = pt->e[i];
+    e.rank = rank;
+    e.slot = i;
+    e.role.store(static_cast<uint32_t>(role));
+  };
+  init_entry(0, 0, Role::kSupervisor);
+  pt->e[0].pid.store(getpid());
+  pt->e[0].start_ms.store(WallMs());
+  init_entry(1, -1, Role::kTimer);
+  for (int i = 0; i < nworkers; ++i) init_entry(static_cast<uint32_t>(2 + i), i + 1, Role::kWorker);
+  ctx.alloc.FlushToGlobal();  // children never use slot 0's cells
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+
+  auto spawn = [&](uint32_t i) -> bool {
+    ProcEntry& e = pt->e[i];
+    pid_t p = fork();
+    if (p < 0) {
+      LOG_ERR("fork: %s", std::strerror(errno));
+      return false;
+    }
+    if (p == 0) {
+      sigprocmask(SIG_UNBLOCK, &mask, nullptr);
+      struct sigaction sa{};
+      sa.sa_handler = OnStopSignal;
+      sigaction(SIGTERM, &sa, nullptr);
+      sigaction(SIGINT, &sa, nullptr);
+      signal(SIGHUP, SIG_IGN);
+      e.pid.store(getpid());
+      e.start_ms.store(WallMs());
+      for (size_t k = 0; k < lfds.size(); ++k) {
+        if (static_cast<int>(k) != static_cast<int>(i) - 2) close(lfds[k]);
+      }
+      if (i == 1) RunTimer(*a, cfg, pt, &e);
+      RunWorker(*a, cfg, pt, &e, lfds.empty() ? -1 : lfds[i - 2], hooks);
+    }
+    e.pid.store(p);
+    return true;
+  };
+  for (uint32_t i = 1; i < pt->count; ++i) {
+    if (!spawn(i)) return 1;
+  }
+  LOG_NOTICE("perfcached ready: %d workers on %s, %zu collections", nworkers, cfg.resp.c_str(),
+             cfg.collections.size());
+
+  // Crash-loop control per entry: restarts within the last 30 s.
+  std::vector<std::vector<int64_t>> recent(pt->count);
+  std::vector<int64_t> restart_at(pt->count, 0);
+  bool stopping = false;
+  int64_t stop_deadline = 0;
+  for (;;) {
+    timespec ts{0, 100 * 1000 * 1000};
+    siginfo_t si;
+    int sig = sigtimedwait(&mask, &si, &ts);
+    int64_t now = MonoMs();
+    if (sig == SIGTERM || sig == SIGINT) {
+      if (!stopping) {
+        LOG_NOTICE("shutting down (signal %d)", sig);
+        stopping = true;
+        stop_deadline = now + 10000;
+        for (uint32_t i = 1; i < pt->count; ++i) {
+          if (pt->e[i].pid.load() > 0) kill(pt->e[i].pid.load(), SIGTERM);
+        }
+      }
+    } else if (sig == SIGHUP) {
+      LOG_NOTICE("SIGHUP: logs reopened");
+    }
+    // Reap.
+    for (;;) {
+      int st;
+      pid_t p = waitpid(-1, &st, WNOHANG);
+      if (p <= 0) break;
+      for (uint32_t i = 1; i < pt->count; ++i) {
+        if (pt->e[i].pid.load() != p) continue;
+        pt->e[i].pid.store(0);
+        if (stopping) break;
+        if (WIFSIGNALED(st)) {
+          LOG_WARN("%s (rank %d, pid %d) killed by signal %d", RoleName(static_cast<Role>(pt->e[i].role.load())),
+                   pt->e[i].rank, p, WTERMSIG(st));
+        } else {
+          LOG_WARN("%s (rank %d, pid %d) exited with status %d",
+                   RoleName(static_cast<Role>(pt->e[i].role.load())), pt->e[i].rank, p,
+                   WEXITSTATUS(st));
+        }
+        // Repair what the dead process held before anyone else waits on it.
+        uint32_t r = cache::RepairDead(ctx);
+        if (r) LOG_NOTICE("repaired %u lock(s)/slot(s) left by pid %d", r, p);
+        auto& rc = recent[i];
+        rc.push_back(now);
+        while (!rc.empty() && now - rc.front() > 30000) rc.erase(rc.begin());
+        int64_t delay = 0;
+        if (rc.size() > 5) {
+          delay = std::min<int64_t>(30000, int64_t{1000} << std::min<size_t>(rc.size() - 6, 5));
+          LOG_ERR("%s rank %d is crash-looping (%zu deaths in 30 s): restarting in %lld ms",
+                  RoleName(static_cast<Role>(pt->e[i].role.load())), pt->e[i].rank, rc.size(),
+                  static_cast<long long>(delay));
+        }
+        restart_at[i] = now + delay;
+        pt->e[i].restarts.store(pt->e[i].restarts.load() + 1);
+      }
+    }
+    if (stopping) {
+      bool any = false;
+      for (uint32_t i = 1; i < pt->count; ++i) any |= pt->e[i].pid.load() > 0;
+      if (!any) break;
+      if (now > stop_deadline) {
+        LOG_WARN("children did not stop in time: SIGKILL");
+        for (uint32_t i = 1; i < pt->count; ++i) {
+          if (pt->e[i].pid.load() > 0) kill(pt->e[i].pid.load(), SIGKILL);
+        }
+        stop_deadline = now + 1000000;
+      }
+      continue;
+    }
+    for (uint32_t i = 1; i < pt->count; ++i) {
+      if (pt->e[i].pid.load() == 0 && restart_at[i] != 0 && now >= restart_at[i]) {
+        restart_at[i] = 0;
+        if (spawn(i)) {
+          LOG_NOTICE("%s rank %d restarted (pid %d)", RoleName(static_cast<Role>(pt->e[i].role.load())),
+                     pt->e[i].rank, pt->e[i].pid.load());
+        }
+      }
+    }
+  }
+  if (!o.foreground && !cfg.pid_file.empty()) unlink(cfg.pid_file.c_str());
+  LOG_NOTICE("stopped");
+  return 0;
+}
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kSupervisor: return "supervisor";
+    case Role::kTimer: return "timer";
+    case Role::kWorker: return "worker";
+    case Role::kNone: break;
+  }
+  return "process";
+}
+
+}  // namespace proc

@@ -1,0 +1,57 @@
+// perfcached — the process model: supervisor, timer process, worker processes.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// The supervisor (rank 0) creates the arena and collections, binds one
+// SO_REUSEPORT listening socket per worker, then forks the timer process
+// (rank -1: growth, expiry sweep, dead-holder repair) and N workers
+// (rank 1..N: one libevent loop each). It restarts any child that dies —
+// after repairing whatever the dead process held (cache::RepairDead) — and
+// backs off when a child crash-loops. SIGTERM: children stop accepting,
+// finish the replies in flight, exit; the supervisor exits 0.
+//
+// proc/ knows nothing of the doors: the binary passes DaemonHooks that
+// build the door inside each worker (see modules/perfcached_main.cc).
+
+#include <event2/event.h>
+
+#include <functional>
+#include <string>
+
+#include "cache/table.h"
+#include "proc/config.h"
+#include "proc/proctable.h"
+
+namespace proc {
+
+struct WorkerContext {
+  event_base* base = nullptr;
+  cache::Ctx* ctx = nullptr;
+  const Config* cfg = nullptr;
+  ProcTable* procs = nullptr;
+  ProcEntry* self = nullptr;
+  int listen_fd = -1;
+  int rank = 0;
+};
+
+struct DaemonHooks {
+  // Build the door(s) of a worker; the returned object is passed back.
+  std::function<void*(WorkerContext&)> worker_init;
+  std::function<void(void*)> stop_accepting;
+  // Close idle connections; true when no connection is left.
+  std::function<bool(void*)> drain;
+  std::function<void(void*, int64_t now_ms)> tick;
+  std::function<void(void*)> destroy;
+};
+
+struct DaemonOptions {
+  bool foreground = true;
+};
+
+// Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
+int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hooks);
+
+// Map [memory] hugepages to the best tier to try.
+mem::Tier TierFromConfig(const std::string& hugepages);
+
+}  // namespace proc

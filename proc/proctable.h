@@ -1,0 +1,73 @@
+// perfcached — the process table in shared memory, with per-process counters.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// One entry per process the supervisor may run (rank as in OpenSIPS:
+// supervisor 0, timer -1, workers 1..N). Every counter is written only by
+// the process that owns the entry (plain load + store, no locked RMW) and
+// summed by readers: stats never share an atomic counter on the hot path.
+//
+//   entry (128 B): pid rank role slot | start heartbeat restarts | counters
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace proc {
+
+enum class Role : uint32_t { kNone = 0, kSupervisor, kTimer, kWorker };
+const char* RoleName(Role r);
+
+enum DoorStat : uint8_t {
+  kDoorOpen, kDoorAccepted, kDoorRejected, kDoorCommands, kDoorErrors, kDoorBytesIn,
+  kDoorBytesOut, kDoorStatCount
+};
+
+struct alignas(64) ProcEntry {
+  std::atomic<int32_t> pid;
+  int32_t rank;
+  std::atomic<uint32_t> role;
+  uint32_t slot;                    // allocator slot in the arena
+  std::atomic<int64_t> start_ms;
+  std::atomic<int64_t> heartbeat_ms;
+  std::atomic<uint32_t> restarts;
+  uint32_t pad;
+  std::atomic<uint64_t> door[kDoorStatCount];
+  uint64_t pad2[16 - kDoorStatCount - 5];
+};
+static_assert(sizeof(ProcEntry) == 128);
+static_assert(std::is_standard_layout_v<ProcEntry>);
+
+inline constexpr uint32_t kMaxProcEntries = 256;
+
+struct ProcTable {
+  uint32_t count;                  // entries in use
+  uint32_t pad[15];
+  std::atomic<int64_t> started_ms; // supervisor start
+  // Live settings (CONFIG SET): written by any process, applied by each
+  // worker on its next tick.
+  std::atomic<int32_t> live_timeout;
+  std::atomic<int32_t> live_loglevel;
+  std::atomic<uint32_t> live_gen;  // bumped on every CONFIG SET
+  uint32_t pad3;
+  uint64_t door_base[kDoorStatCount];  // CONFIG RESETSTAT baselines (summed counters)
+  uint64_t pad2[8 - kDoorStatCount + 5];
+  ProcEntry e[kMaxProcEntries];
+};
+static_assert(offsetof(ProcTable, e) % 64 == 0);
+
+// Sum of one door counter over every process, minus the reset baseline.
+inline uint64_t DoorSum(const ProcTable& t, DoorStat s, bool raw = false) {
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < kMaxProcEntries; ++i) v += t.e[i].door[s].load(std::memory_order_relaxed);
+  if (raw || s == kDoorOpen) return v;
+  return v > t.door_base[s] ? v - t.door_base[s] : 0;
+}
+
+// Owner-only increment.
+inline void Bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+}  // namespace proc

@@ -300,7 +300,10 @@ Status GetString(Ctx& c, const TableRef& t, std::string_view key, std::string* o
       out->resize(ri.vlen);
       continue;
     }
-    if (s != Status::kOk) return s;
+    if (s != Status::kOk) {
+      out->clear();
+      return s;
+    }
     if (ri.type == kTypeInt && ri.vlen == 8) {
       int64_t n;
       std::memcpy(&n, out->data(), 8);
@@ -313,6 +316,7 @@ Status GetString(Ctx& c, const TableRef& t, std::string_view key, std::string* o
     if (info) *info = ri;
     return Status::kOk;
   }
+  out->clear();
   return Status::kBusy;
 }
 

@@ -23,7 +23,7 @@ namespace net {
 
 struct RespLimits {
   size_t max_bulk = 512u << 20;       // proto-max-bulk-len
-  size_t max_args = 1024 * 1024;      // multibulk count limit
+  size_t max_args = 2147483647;       // multibulk count limit (INT_MAX, as Redis)
   size_t max_inline = 64 * 1024;      // PROTO_INLINE_MAX_SIZE
 };
 

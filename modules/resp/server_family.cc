@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <initializer_list>
 
 #include "cache/glob.h"
 #include "mem/arena.h"
@@ -19,6 +20,21 @@ inline constexpr char kPerfcachedVersion[] = "0.1.0";
 namespace {
 
 using mem::Status;
+
+// Redis's replies for a container command: a known subcommand with the
+// wrong arguments, or an unknown one.
+void SubcommandError(CmdCtx& c, const char* cmd, std::initializer_list<const char*> known) {
+  std::string sub(c.arg(1));
+  for (const char* k : known) {
+    if (EqNoCase(sub, k)) {
+      c.r.Error(std::string("ERR wrong number of arguments for '") + cmd + "|" + k + "' command");
+      return;
+    }
+  }
+  std::string up(cmd);
+  for (char& ch : up) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  c.r.Error("ERR unknown subcommand '" + sub.substr(0, 128) + "'. Try " + up + " HELP.");
+}
 
 void CmdPing(CmdCtx& c) {
   if (c.argc() > 2) {
@@ -52,8 +68,12 @@ bool CheckPassword(const Env& e, std::string_view pass) {
 }
 
 // Shared by AUTH and HELLO ... AUTH. Replies on failure.
-bool DoAuth(CmdCtx& c, std::string_view user, std::string_view pass) {
-  if (c.env.cfg->resp_secrets.empty()) {
+bool DoAuth(CmdCtx& c, std::string_view user, std::string_view pass, bool with_user) {
+  if (c.env.cfg->resp_secrets.empty() && with_user && user == "default") {
+    c.conn.authed = true;  // the default user has no password: any password is accepted
+    return true;
+  }
+  if (c.env.cfg->resp_secrets.empty() && !with_user) {
     c.r.Error(
         "ERR AUTH <password> called without any password configured for the default user. Are "
         "you sure your configuration is correct?");
@@ -72,7 +92,8 @@ void CmdAuth(CmdCtx& c) {
     c.r.Error(kErrSyntax);
     return;
   }
-  bool ok = c.argc() == 2 ? DoAuth(c, "default", c.arg(1)) : DoAuth(c, c.arg(1), c.arg(2));
+  bool ok = c.argc() == 2 ? DoAuth(c, "default", c.arg(1), false)
+                          : DoAuth(c, c.arg(1), c.arg(2), true);
   if (ok) c.r.Simple("OK");
 }
 
@@ -112,7 +133,7 @@ void CmdHello(CmdCtx& c) {
   for (; i < c.argc(); ++i) {
     bool more = i + 1 < c.argc();
     if (EqNoCase(c.arg(i), "AUTH") && i + 2 < c.argc()) {
-      if (!DoAuth(c, c.arg(i + 1), c.arg(i + 2))) return;
+      if (!DoAuth(c, c.arg(i + 1), c.arg(i + 2), true)) return;
       i += 2;
     } else if (EqNoCase(c.arg(i), "SETNAME") && more) {
       if (!ValidClientName(c.arg(i + 1))) {
@@ -196,7 +217,7 @@ void CmdCommand(CmdCtx& c) {
     c.r.Array(c.env.ordered.size());
     for (const CommandSpec* s : c.env.ordered) c.r.Bulk(s->name);
   } else {
-    c.r.Error("ERR unknown subcommand '" + std::string(sub) + "'. Try COMMAND HELP.");
+    SubcommandError(c, "command", {"count", "info", "docs", "list"});
   }
 }
 
@@ -330,8 +351,7 @@ void CmdClient(CmdCtx& c) {
     }
     c.r.Int(1);
   } else {
-    c.r.Error("ERR unknown subcommand or wrong number of arguments for '" + std::string(sub) +
-              "'. Try CLIENT HELP.");
+    SubcommandError(c, "client", {"id", "getname", "setname", "setinfo", "info", "list", "kill"});
   }
 }
 
@@ -426,8 +446,7 @@ void CmdConfig(CmdCtx& c) {
     }
     c.r.Simple("OK");
   } else {
-    c.r.Error("ERR unknown subcommand or wrong number of arguments for '" + std::string(sub) +
-              "'. Try CONFIG HELP.");
+    SubcommandError(c, "config", {"get", "set", "resetstat"});
   }
 }
 

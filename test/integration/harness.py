@@ -1,0 +1,207 @@
+# perfcached — integration test harness: start the real daemon, talk to it, stop it by PID.
+# Copyright (c) 2026 the perfcached authors.
+"""Starts bin/perfcached (and, for comparisons, Debian's redis-server) on free
+loopback ports. Every server is stopped by PID; every wait is bounded.
+
+PERFCACHED_ADDR=host:port makes tests that accept it use an already-running
+daemon instead (like memcached's T_MEMD_USE_DAEMON)."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, "bin", "perfcached")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                data = s.recv(64)
+                if data.startswith(b"+PONG") or data.startswith(b"-NOAUTH"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def children(pid):
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
+                             timeout=5).stdout
+        return [int(x) for x in out.split()]
+    except Exception:
+        return []
+
+
+def proc_cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+class Daemon:
+    """A perfcached process tree started for one test (or one test class)."""
+
+    def __init__(self, workers=2, overrides=(), config=None, arena_mb=64):
+        self.port = free_port()
+        self.workdir = tempfile.mkdtemp(prefix="perfcached-test-")
+        self.log_path = os.path.join(self.workdir, "perfcached.log")
+        args = [BIN, "-D", "-o", f"listen.resp=127.0.0.1:{self.port}",
+                "-o", f"daemon.workers={workers}", "-o", f"memory.arena_mb={arena_mb}",
+                "-o", "memory.hugepages=off"]
+        if config is not None:
+            path = os.path.join(self.workdir, "perfcached.conf")
+            with open(path, "w") as f:
+                f.write(config)
+            args += ["-f", path]
+        for o in overrides:
+            args += ["-o", o]
+        self.args = args
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        if not wait_port(self.port):
+            self.stop()
+            raise RuntimeError("perfcached did not start: " + self.read_log())
+        self.pid = self.proc.pid
+
+    def read_log(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def worker_pids(self):
+        """Children of the supervisor except the timer (the first child)."""
+        kids = sorted(children(self.proc.pid))
+        return kids[1:] if len(kids) > 1 else []
+
+    def stop(self, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                for k in children(self.proc.pid):
+                    os.kill(k, signal.SIGKILL)
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.log.close()
+        return self.proc.returncode
+
+
+class RedisServer:
+    """Debian's redis-server, for byte-for-byte comparisons."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--databases", "16"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_port(self.port):
+            self.stop()
+            raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+
+def encode(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class RawClient:
+    """A RESP client that returns replies as raw bytes (for exact comparisons)."""
+
+    def __init__(self, port, timeout=10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("closed")
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        i = self.buf.index(b"\r\n")
+        line, self.buf = self.buf[:i + 2], self.buf[i + 2:]
+        return line
+
+    def read_reply(self):
+        line = self._line()
+        t = line[:1]
+        if t in (b"+", b"-", b":"):
+            return line
+        if t == b"$":
+            n = int(line[1:-2])
+            if n < 0:
+                return line
+            while len(self.buf) < n + 2:
+                self._fill()
+            body, self.buf = self.buf[:n + 2], self.buf[n + 2:]
+            return line + body
+        if t == b"*":
+            n = int(line[1:-2])
+            out = line
+            for _ in range(max(n, 0)):
+                out += self.read_reply()
+            return out
+        raise ValueError("bad reply line %r" % line)
+
+    def call(self, *args):
+        self.send_raw(encode(*args))
+        return self.read_reply()
+
+    def closed(self, timeout=5.0):
+        """True if the server closed the connection (after any pending bytes)."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    return True
+                self.buf += chunk
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True

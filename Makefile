@@ -62,7 +62,7 @@ SETTINGS := $(BUILD)/.settings
 $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETTINGS) || \
   echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' > $(SETTINGS))
 
-.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build \
+.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration \
         check-deps format-check clean run
 
 all: $(ENGINE_LIB) $(DAEMON_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
@@ -152,12 +152,11 @@ fuzz: $(FUZZ_BINS)
 	  || exit 1; done
 
 check: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory check-deps
-	$(Q)$(MAKE) --no-print-directory unit
-	$(Q)$(MAKE) --no-print-directory soak-short
-	$(Q)$(MAKE) --no-print-directory fuzz-regress
-	@echo "make check: all passed"
+	$(Q)$(MAKE) --no-print-directory all fuzz-build
+	$(Q)BUILD=$(BUILD) scripts/check.sh
+
+integration: $(DAEMON_BIN)
+	$(Q)cd test/integration && /usr/bin/python3 -m unittest discover -v -p 'test_*.py'
 
 check-asan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 unit soak-short

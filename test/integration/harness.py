@@ -147,6 +147,7 @@ class RawClient:
     def __init__(self, port, timeout=10.0):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
+        self.pos = 0
 
     def close(self):
         self.sock.close()
@@ -158,14 +159,27 @@ class RawClient:
         chunk = self.sock.recv(1 << 16)
         if not chunk:
             raise ConnectionError("closed")
+        if self.pos > (1 << 20):
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
         self.buf += chunk
 
     def _line(self):
-        while b"\r\n" not in self.buf:
+        while True:
+            i = self.buf.find(b"\r\n", self.pos)
+            if i >= 0:
+                break
             self._fill()
-        i = self.buf.index(b"\r\n")
-        line, self.buf = self.buf[:i + 2], self.buf[i + 2:]
+        line = self.buf[self.pos:i + 2]
+        self.pos = i + 2
         return line
+
+    def _take(self, n):
+        while len(self.buf) - self.pos < n:
+            self._fill()
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
 
     def read_reply(self):
         line = self._line()
@@ -176,16 +190,13 @@ class RawClient:
             n = int(line[1:-2])
             if n < 0:
                 return line
-            while len(self.buf) < n + 2:
-                self._fill()
-            body, self.buf = self.buf[:n + 2], self.buf[n + 2:]
-            return line + body
+            return line + self._take(n + 2)
         if t == b"*":
             n = int(line[1:-2])
-            out = line
+            parts = [line]
             for _ in range(max(n, 0)):
-                out += self.read_reply()
-            return out
+                parts.append(self.read_reply())
+            return b"".join(parts)
         raise ValueError("bad reply line %r" % line)
 
     def call(self, *args):

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every test stage of `make check` (after the build) and ends with one
+# line "check: N passed, M failed" (unit tests, integration tests, soak runs
+# and fuzz targets, each counted). Exit status 0 only when nothing failed.
+#   BUILD=build scripts/check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+passed=0
+failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+stage() { echo "== $*"; }
+
+stage "dependency direction (scripts/check-deps.sh)"
+if scripts/check-deps.sh; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+stage "unit tests ($BUILD/bin/unit_tests)"
+"$BUILD/bin/unit_tests" > "$log/unit" 2>&1
+rc=$?
+tail -n 3 "$log/unit"
+n=$(grep -oE '\(([0-9]+) tests' "$log/unit" | grep -oE '[0-9]+' | tail -1)
+f=$(grep -oE '\(([0-9]+) failures' "$log/unit" | grep -oE '[0-9]+' | tail -1)
+n=${n:-0}; f=${f:-0}
+if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; grep -B2 -A20 -i "error\|failure" "$log/unit" | head -60; fi
+[ "$f" -gt 0 ] && grep -A6 "Failure in" "$log/unit" | head -80
+passed=$((passed + n - f)); failed=$((failed + f))
+
+stage "engine soak (3 workers + splitter, then 12 x kill -9)"
+for args in "--procs 3 --seconds 6 --keys 20000" "--procs 3 --seconds 6 --keys 20000 --crash 12"; do
+  if "$BUILD/bin/engine_soak" $args; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
+stage "integration tests (real daemon, redis-server, redis-cli, python3-redis)"
+(cd test/integration && timeout 900 /usr/bin/python3 -m unittest discover -v -p 'test_*.py') \
+  > "$log/integ" 2>&1
+rc=$?
+grep -E "^(Ran|OK|FAILED)" "$log/integ"
+n=$(grep -oE '^Ran [0-9]+' "$log/integ" | grep -oE '[0-9]+')
+f=0
+for x in $(grep -oE '(failures|errors)=[0-9]+' "$log/integ" | grep -oE '[0-9]+'); do f=$((f + x)); done
+n=${n:-0}
+if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+[ "$f" -gt 0 ] && grep -B5 -A30 "^FAIL:\|^ERROR:" "$log/integ" | head -150
+passed=$((passed + n - f)); failed=$((failed + f))
+
+stage "fuzz targets: corpus regression + 10 s of fresh input each"
+for t in ${FUZZ_TARGETS:-glob resp config}; do
+  bin="$BUILD/fuzz/${t}_fuzz"
+  if [ ! -x "$bin" ]; then echo "fuzz $t: not built"; failed=$((failed + 1)); continue; fi
+  if "$bin" -runs=0 "test/fuzz/corpus/$t" > "$log/fz" 2>&1 &&
+     "$bin" -max_total_time=10 -max_len=4096 > "$log/fz" 2>&1; then
+    echo "fuzz $t: ok"; passed=$((passed + 1))
+  else
+    echo "fuzz $t: FAILED"; tail -30 "$log/fz"; failed=$((failed + 1))
+  fi
+done
+
+echo "check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -24,11 +24,11 @@ def free_port():
     return port
 
 
-def wait_port(port, timeout=10.0):
+def wait_port(port, timeout=10.0, host="127.0.0.1"):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            with socket.create_connection((host, port), timeout=0.5) as s:
                 s.sendall(b"PING\r\n")
                 data = s.recv(64)
                 if data.startswith(b"+PONG") or data.startswith(b"-NOAUTH"):
@@ -59,11 +59,12 @@ def proc_cmdline(pid):
 class Daemon:
     """A perfcached process tree started for one test (or one test class)."""
 
-    def __init__(self, workers=2, overrides=(), config=None, arena_mb=64):
+    def __init__(self, workers=2, overrides=(), config=None, arena_mb=64, host="127.0.0.1"):
         self.port = free_port()
+        self.host = host
         self.workdir = tempfile.mkdtemp(prefix="perfcached-test-")
         self.log_path = os.path.join(self.workdir, "perfcached.log")
-        args = [BIN, "-D", "-o", f"listen.resp=127.0.0.1:{self.port}",
+        args = [BIN, "-D", "-o", f"listen.resp={host}:{self.port}",
                 "-o", f"daemon.workers={workers}", "-o", f"memory.arena_mb={arena_mb}",
                 "-o", "memory.hugepages=off"]
         if config is not None:
@@ -76,7 +77,7 @@ class Daemon:
         self.args = args
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        if not wait_port(self.port):
+        if not wait_port(self.port, host=host):
             self.stop()
             raise RuntimeError("perfcached did not start: " + self.read_log())
         self.pid = self.proc.pid

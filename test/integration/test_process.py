@@ -1,0 +1,139 @@
+# perfcached — process-model tests: daemonize + pid file, crash-loop back-off, resp_allow in a netns.
+# Copyright (c) 2026 the perfcached authors.
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import redis
+
+from harness import BIN, ROOT, Daemon, children, free_port, wait_port
+
+
+class Daemonize(unittest.TestCase):
+    def test_background_mode_writes_pid_file_and_stops_on_sigterm(self):
+        d = tempfile.mkdtemp(prefix="perfcached-bg-")
+        pidf = os.path.join(d, "perfcached.pid")
+        port = free_port()
+        p = subprocess.run([BIN, "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "daemon.pid_file=" + pidf,
+                            "-o", "daemon.workers=1", "-o", "memory.arena_mb=32",
+                            "-o", "memory.hugepages=off"], timeout=20)
+        self.assertEqual(p.returncode, 0)  # the launcher returns once it has forked
+        self.assertTrue(wait_port(port))
+        deadline = time.time() + 10
+        while not os.path.exists(pidf) and time.time() < deadline:
+            time.sleep(0.05)
+        pid = int(open(pidf).read())
+        self.assertTrue(os.path.exists("/proc/%d" % pid))
+        self.assertTrue(redis.Redis(port=port, socket_timeout=5).ping())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.time() + 15
+        while os.path.exists("/proc/%d" % pid) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(os.path.exists("/proc/%d" % pid))
+        self.assertFalse(os.path.exists(pidf))
+        shutil.rmtree(d, ignore_errors=True)
+
+
+class CrashLoop(unittest.TestCase):
+    def test_backoff_is_loud(self):
+        d = Daemon(workers=1)
+        try:
+            for _ in range(7):
+                deadline = time.time() + 5
+                w = []
+                while not w and time.time() < deadline:
+                    w = d.worker_pids()
+                    time.sleep(0.02)
+                if not w:
+                    break
+                os.kill(w[0], signal.SIGKILL)
+                time.sleep(0.15)
+            deadline = time.time() + 5
+            while "crash-looping" not in d.read_log() and time.time() < deadline:
+                time.sleep(0.1)
+            self.assertIn("crash-looping", d.read_log())
+            # It still comes back (after the back-off) and serves.
+            deadline = time.time() + 20
+            ok = False
+            while time.time() < deadline and not ok:
+                try:
+                    ok = redis.Redis(port=d.port, socket_timeout=2).ping()
+                except redis.RedisError:
+                    time.sleep(0.2)
+            self.assertTrue(ok)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+def have_netns():
+    return os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+@unittest.skipUnless(have_netns(), "needs:root and iproute2 (network namespace)")
+class AllowList(unittest.TestCase):
+    """A client in a network namespace this test creates (198.18.0.0/15, the
+    benchmarking range) reaches the daemon over a veth pair, off loopback."""
+    NS = "pcns%d" % os.getpid()
+    HOST, PEER = "198.18.7.1", "198.18.7.2"
+
+    @classmethod
+    def setUpClass(cls):
+        ns, a, b = cls.NS, "pca%d" % (os.getpid() % 10000), "pcb%d" % (os.getpid() % 10000)
+        cls.veth = a
+        cmds = [["ip", "netns", "add", ns],
+                ["ip", "link", "add", a, "type", "veth", "peer", "name", b],
+                ["ip", "link", "set", b, "netns", ns],
+                ["ip", "addr", "add", cls.HOST + "/30", "dev", a],
+                ["ip", "link", "set", a, "up"],
+                ["ip", "netns", "exec", ns, "ip", "addr", "add", cls.PEER + "/30", "dev", b],
+                ["ip", "netns", "exec", ns, "ip", "link", "set", b, "up"],
+                ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                cls.tearDownClass()
+                raise unittest.SkipTest("cannot build the namespace: %s" % r.stderr.strip())
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["ip", "link", "del", cls.veth], capture_output=True, timeout=10)
+        subprocess.run(["ip", "netns", "del", cls.NS], capture_output=True, timeout=10)
+
+    def ping_from_ns(self, port):
+        r = subprocess.run(["ip", "netns", "exec", self.NS, "redis-cli", "-h", self.HOST, "-p",
+                            str(port), "PING"], capture_output=True, text=True, timeout=15)
+        return r.stdout.strip()
+
+    def test_allowed_and_refused(self):
+        ok = Daemon(workers=1, host=self.HOST,
+                    overrides=("listen.resp_allow=%s/32, %s/32" % (self.PEER, self.HOST),))
+        try:
+            self.assertEqual(self.ping_from_ns(ok.port), "PONG")
+        finally:
+            ok.stop()
+        port = free_port()
+        no = subprocess.Popen([BIN, "-D", "-o", "listen.resp=%s:%d" % (self.HOST, port),
+                               "-o", "listen.resp_allow=198.18.9.0/24", "-o", "daemon.workers=1",
+                               "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)
+            self.assertNotEqual(self.ping_from_ns(port), "PONG")
+        finally:
+            no.send_signal(signal.SIGTERM)
+            self.assertEqual(no.wait(timeout=15), 0)
+
+
+class ExampleConfig(unittest.TestCase):
+    def test_contrib_example_validates(self):
+        p = subprocess.run([BIN, "-f", os.path.join(ROOT, "contrib", "perfcached.conf.example"), "-C"],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -13,6 +13,9 @@ namespace {
 // Redis's string2ll for the count/length lines: optional '-', digits.
 bool ParseLen(const char* p, size_t n, long long* out) {
   if (n == 0 || n > 20) return false;
+  // string2ll refuses leading zeros ("01", "00") and "-0"; only "0" itself starts with '0'.
+  size_t d = p[0] == '-' ? 1 : 0;
+  if (d < n && p[d] == '0' && n > 1) return false;
   auto r = std::from_chars(p, p + n, *out);
   return r.ec == std::errc() && r.ptr == p + n;
 }
@@ -57,10 +60,10 @@ RespParser::Result RespParser::Parse(const char* buf, size_t len, size_t* pos) {
       if (len - start > lim_.max_inline) return Fail("too big mbulk count string");
       return Result::kNeedMore;
     }
-    if (static_cast<size_t>(nl - buf) + 1 >= len) return Result::kNeedMore;  // need '\n'
     if (static_cast<size_t>(nl - (buf + start)) > lim_.max_inline) {
       return Fail("too big mbulk count string");
     }
+    if (static_cast<size_t>(nl - buf) + 1 >= len) return Result::kNeedMore;  // need '\n'
     long long n;
     if (!ParseLen(buf + start + 1, static_cast<size_t>(nl - (buf + start + 1)), &n) ||
         n > static_cast<long long>(lim_.max_args)) {
@@ -86,10 +89,10 @@ RespParser::Result RespParser::Parse(const char* buf, size_t len, size_t* pos) {
         if (len - at > lim_.max_inline) return Fail("too big bulk count string");
         return Result::kNeedMore;
       }
-      if (static_cast<size_t>(nl - buf) + 1 >= len) return Result::kNeedMore;
       if (static_cast<size_t>(nl - (buf + at)) > lim_.max_inline) {
         return Fail("too big bulk count string");
       }
+      if (static_cast<size_t>(nl - buf) + 1 >= len) return Result::kNeedMore;
       if (buf[at] != '$') {
         return Fail(std::string("expected '$', got '") + buf[at] + "'");
       }
@@ -127,6 +130,7 @@ RespParser::Result RespParser::ParseInline(const char* buf, size_t len, size_t* 
     return Result::kNeedMore;
   }
   size_t end = static_cast<size_t>(nl - buf);
+  if (end - start > lim_.max_inline) return Fail("too big inline request");
   std::string_view line(buf + start, end - start);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   inline_ = true;
@@ -186,7 +190,7 @@ bool SplitInline(std::string_view line, std::vector<std::string>* out) {
           break;
         }
         char c = line[i];
-        if (IsSpace(c)) {
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {  // not \v \f (sdssplitargs)
           done = true;
         } else if (c == '"') {
           inq = true;
@@ -256,7 +260,7 @@ void Reply::Array(size_t n) {
 }
 
 void Reply::Double(double d) {
-  char b[64];
+  char b[512];  // "%.17Lf" of DBL_MAX is 328 characters
   int n;
   if (std::isinf(d)) {
     n = std::snprintf(b, sizeof b, "%s", d > 0 ? "inf" : "-inf");

@@ -60,6 +60,13 @@ std::string JoinList(const std::vector<std::string>& v) {
   return s;
 }
 
+// DumpConfig writes "key = value" and joins lists with ", ": a value or list item that
+// starts with '#' would read back as an inline comment.
+bool NoHash(std::string* e) {
+  *e = "a value or list item may not start with '#' (it reads back as a comment)";
+  return false;
+}
+
 #define INT_ROW(sec, key, field, lo, hi, help)                                         \
   ParamSpec {                                                                          \
     sec, #key, ParamType::kInt, help,                                                  \
@@ -77,7 +84,8 @@ std::string JoinList(const std::vector<std::string>& v) {
 #define STR_ROW(sec, key, field, help)                                                 \
   ParamSpec {                                                                          \
     sec, #key, ParamType::kString, help,                                               \
-        [](Config& c, std::string_view v, std::string*) {                              \
+        [](Config& c, std::string_view v, std::string* e) {                            \
+          if (!v.empty() && v[0] == '#') return NoHash(e);                             \
           c.field = std::string(v);                                                    \
           return true;                                                                 \
         },                                                                             \
@@ -86,8 +94,11 @@ std::string JoinList(const std::vector<std::string>& v) {
 #define LIST_ROW(sec, key, field, type, help)                                          \
   ParamSpec {                                                                          \
     sec, #key, type, help,                                                             \
-        [](Config& c, std::string_view v, std::string*) {                              \
+        [](Config& c, std::string_view v, std::string* e) {                            \
           auto l = SplitList(v);                                                       \
+          for (const auto& x : l) {                                                    \
+            if (x[0] == '#') return NoHash(e);                                         \
+          }                                                                            \
           c.field.insert(c.field.end(), l.begin(), l.end());                           \
           return true;                                                                 \
         },                                                                             \
@@ -148,19 +159,19 @@ bool SetCollectionKey(CollectionConfig& cc, std::string_view key, std::string_vi
   return true;
 }
 
+CollectionConfig* DeclareCollection(Config* c, std::string_view section, int line) {
+  std::string name(Trim(section.substr(11)));
+  for (auto& x : c->collections) {
+    if (x.name == name) return &x;
+  }
+  c->collections.push_back(CollectionConfig{name, 1024, 4, false, line});
+  return &c->collections.back();
+}
+
 bool SetKey(Config* c, std::string_view section, std::string_view key, std::string_view value,
             int line, std::string* err) {
   if (section.substr(0, 11) == "collection ") {
-    std::string name(Trim(section.substr(11)));
-    CollectionConfig* cc = nullptr;
-    for (auto& x : c->collections) {
-      if (x.name == name) cc = &x;
-    }
-    if (!cc) {
-      c->collections.push_back(CollectionConfig{name, 1024, 4, false, line});
-      cc = &c->collections.back();
-    }
-    return SetCollectionKey(*cc, key, value, err);
+    return SetCollectionKey(*DeclareCollection(c, section, line), key, value, err);
   }
   std::string known;
   bool section_known = false;
@@ -211,6 +222,14 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
         *err = path + ":" + std::to_string(line) + ": [collection NAME] needs a name";
         return false;
       }
+      if (section.rfind("collection ", 0) == 0) {
+        DeclareCollection(c, section, line);
+      } else if (section != "daemon" && section != "memory" && section != "listen" &&
+                 section != "secrets") {
+        *err = path + ":" + std::to_string(line) + ": unknown section [" + section +
+               "] (expected daemon, memory, listen, secrets, collection NAME)";
+        return false;
+      }
       continue;
     }
     size_t eq = s.find('=');
@@ -227,6 +246,10 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
       *err = path + ":" + std::to_string(line) + ": " + e;
       return false;
     }
+  }
+  if (in.bad()) {
+    *err = path + ": cannot read: " + std::strerror(errno);
+    return false;
   }
   return true;
 }

@@ -105,12 +105,14 @@ TEST(RespParser, FullMultibulk) {
 }
 
 TEST(RespParser, PipelinedInOneBuffer) {
-  std::string in = std::string(kSet) + "*1\r\n$4\r\nPING\r\nGET key\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*2\r\n$3\r\nGET";
+  std::string in =
+      std::string(kSet) + "*1\r\n$4\r\nPING\r\nGET key\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*2\r\n$3\r\nGET";
   RespParser p;
   size_t pos = 0;
   std::vector<std::string> got;
   Result r;
-  while ((r = p.Parse(in.data(), in.size(), &pos)) == Result::kCommand) got.push_back(Join(Args(p, in.data())));
+  while ((r = p.Parse(in.data(), in.size(), &pos)) == Result::kCommand)
+    got.push_back(Join(Args(p, in.data())));
   CHECK(r == Result::kNeedMore);
   UNSIGNED_LONGS_EQUAL(4, got.size());
   STRCMP_EQUAL("[SET][key][value]", got[0].c_str());
@@ -373,6 +375,28 @@ TEST(RespParser, TooBigBulkCountString) {
   STRCMP_EQUAL("Protocol error: too big bulk count string", ParseError(in + "\r\n").c_str());
 }
 
+TEST(RespParser, TooBigCountLineEndingInCrIsRefusedAtOnce) {
+  // An over-long count line is refused when its bytes come in two reads (the first has no
+  // CR yet); the same bytes in one read that ends right after the CR must be refused too,
+  // not answered with kNeedMore (the "need '\n'" check runs before the size check).
+  RespLimits lim;
+  lim.max_inline = 16;
+  const std::string mbulk = "*" + std::string(17, '1') + "\r";
+  const std::string bulk = "*1\r\n$" + std::string(17, '1') + "\r";
+  for (const std::string& in : {mbulk, bulk}) {
+    RespParser split(lim);
+    size_t pos = 0;
+    Result r = split.Parse(in.data(), in.size() - 1, &pos);
+    if (r == Result::kNeedMore) r = split.Parse(in.data(), in.size(), &pos);
+    CHECK(r == Result::kError);
+    RespParser once(lim);
+    pos = 0;
+    r = once.Parse(in.data(), in.size(), &pos);
+    CHECK_TEXT(r == Result::kError, "over-long count line accepted as incomplete when read at once");
+    STRCMP_EQUAL(split.error().c_str(), once.error().c_str());
+  }
+}
+
 TEST(RespParser, TooBigInlineRequest) {
   std::string in = std::string(65536, 'x');
   RespParser p;
@@ -500,7 +524,8 @@ TEST(SplitInline, Plain) {
 TEST(SplitInline, DoubleQuotes) {
   STRCMP_EQUAL("[a b][c]", Split("\"a b\" c").c_str());
   STRCMP_EQUAL("[]", Split("\"\"").c_str());
-  STRCMP_EQUAL("[A][J][\n\r\t\b\a][\\\"q]", Split("\"\\x41\" \"\\x4a\" \"\\n\\r\\t\\b\\a\" \"\\\\\\\"\\q\"").c_str());
+  STRCMP_EQUAL("[A][J][\n\r\t\b\a][\\\"q]",
+               Split("\"\\x41\" \"\\x4a\" \"\\n\\r\\t\\b\\a\" \"\\\\\\\"\\q\"").c_str());
   // Not a hex escape: the backslash is dropped, the rest kept.
   STRCMP_EQUAL("[xZZ][x4]", Split("\"\\xZZ\" \"\\x4\"").c_str());
   // A quote in the middle of a word opens a quoted part of that word.
@@ -599,5 +624,6 @@ TEST(RespReply, DoubleWithManyIntegerDigits) {
   // than 45 integer digits overruns it (stack-buffer-overflow under ASan).
   const std::string digits = "1606938044258990275541962092341162602522202993782792835301376";
   const std::string want = "$61\r\n" + digits + "\r\n";
-  STRCMP_EQUAL(want.c_str(), DoubleReply(1606938044258990275541962092341162602522202993782792835301376.0).c_str());
+  STRCMP_EQUAL(want.c_str(),
+               DoubleReply(1606938044258990275541962092341162602522202993782792835301376.0).c_str());
 }

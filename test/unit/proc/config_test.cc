@@ -239,17 +239,23 @@ TEST(Config, UnknownKeyListsTheSection) {
 }
 
 TEST(Config, UnknownSection) {
-  STRCMP_EQUAL("F:2: unknown section [memroy] (expected daemon, memory, listen, secrets, collection NAME)",
+  // Refused at the header line, even with no key under it.
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, secrets, collection NAME)",
+               LoadErr("[memroy]\n").c_str());
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, secrets, collection NAME)",
                LoadErr("[memroy]\narena_mb = 64\n").c_str());
-  STRCMP_EQUAL("F:2: unknown section [collections] (expected daemon, memory, listen, secrets, collection NAME)",
-               LoadErr("[collections]\nbuckets = 64\n").c_str());
+  STRCMP_EQUAL(
+      "F:1: unknown section [collections] (expected daemon, memory, listen, secrets, collection NAME)",
+      LoadErr("[collections]\nbuckets = 64\n").c_str());
 }
 
 TEST(Config, BadValues) {
-  STRCMP_EQUAL("F:2: expected an integer in 0..1024, got 'four'", LoadErr("[daemon]\nworkers = four\n").c_str());
+  STRCMP_EQUAL("F:2: expected an integer in 0..1024, got 'four'",
+               LoadErr("[daemon]\nworkers = four\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '4x'", LoadErr("[daemon]\nworkers = 4x\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 0..1024, got ''", LoadErr("[daemon]\nworkers =\n").c_str());
-  STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '2000'", LoadErr("[daemon]\nworkers = 2000\n").c_str());
+  STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '2000'",
+               LoadErr("[daemon]\nworkers = 2000\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '-1'", LoadErr("[daemon]\nworkers = -1\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 16..32768, got '99999999999'",
                LoadErr("[memory]\narena_mb = 99999999999\n").c_str());
@@ -257,7 +263,8 @@ TEST(Config, BadValues) {
                LoadErr("[collection s]\nbuckets_log2 = 26\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 16..33554432, got '8'",
                LoadErr("[collection s]\nbuckets = 8\n").c_str());
-  STRCMP_EQUAL("F:2: expected an integer in 1..64, got '0'", LoadErr("[collection s]\nload_factor = 0\n").c_str());
+  STRCMP_EQUAL("F:2: expected an integer in 1..64, got '0'",
+               LoadErr("[collection s]\nload_factor = 0\n").c_str());
   STRCMP_EQUAL("F:2: expected yes/no, got 'maybe'", LoadErr("[daemon]\nallow_create = maybe\n").c_str());
   STRCMP_EQUAL("F:2: expected yes/no, got 'Yes'", LoadErr("[memory]\nlock_memory = Yes\n").c_str());
   STRCMP_EQUAL("F:2: expected yes/no, got '2'", LoadErr("[collection s]\nexpired_events = 2\n").c_str());
@@ -270,7 +277,8 @@ TEST(Config, BadValues) {
 }
 
 TEST(Config, SyntaxErrors) {
-  STRCMP_EQUAL("F:3: expected ']' to close the section header", LoadErr("# x\n\n[daemon\nworkers = 1\n").c_str());
+  STRCMP_EQUAL("F:3: expected ']' to close the section header",
+               LoadErr("# x\n\n[daemon\nworkers = 1\n").c_str());
   STRCMP_EQUAL("F:1: key outside of any [section]", LoadErr("workers = 1\n").c_str());
   STRCMP_EQUAL("F:2: expected 'key = value' or '[section]'", LoadErr("[daemon]\nworkers\n").c_str());
   STRCMP_EQUAL("F:1: [collection NAME] needs a name", LoadErr("[collection]\nbuckets = 64\n").c_str());
@@ -307,12 +315,14 @@ TEST(Config, FinishChecks) {
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp = 127.0.0.2:6379\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp = 6380\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp =\n").c_str());  // RESP door off
-  STRCMP_EQUAL("[listen] resp: expected host:port, got 'localhost'", FinishErr("[listen]\nresp = localhost\n").c_str());
+  STRCMP_EQUAL("[listen] resp: expected host:port, got 'localhost'",
+               FinishErr("[listen]\nresp = localhost\n").c_str());
 
   STRCMP_EQUAL("[listen] resp_collections: '0:sessions' names no declared collection",
                FinishErr("[listen]\nresp_collections = 0:sessions\n").c_str());
-  STRCMP_EQUAL("[listen] resp_collections: '1:nosuch' names no declared collection",
-               FinishErr("[listen]\nresp_collections = 0:s, 1:nosuch\n[collection s]\nbuckets = 64\n").c_str());
+  STRCMP_EQUAL(
+      "[listen] resp_collections: '1:nosuch' names no declared collection",
+      FinishErr("[listen]\nresp_collections = 0:s, 1:nosuch\n[collection s]\nbuckets = 64\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp_collections = 0:15, 1:3\n").c_str());  // the defaults
   STRCMP_EQUAL("[listen] resp_collections: expected DB:collection, got 'sessions'",
                FinishErr("[listen]\nresp_collections = sessions\n").c_str());
@@ -377,12 +387,15 @@ TEST(Config, MalformedOverrides) {
   STRCMP_EQUAL("-o : expected section.key=value", OverrideErr("").c_str());
   STRCMP_EQUAL("-o collection.buckets=16: expected collection.NAME.key=value",
                OverrideErr("collection.buckets=16").c_str());
-  STRCMP_EQUAL(("-o daemon.nosuch=1: unknown key 'nosuch' in [daemon] (expected one of: " + Keys("daemon") + ")")
-                   .c_str(),
-               OverrideErr("daemon.nosuch=1").c_str());
-  STRCMP_EQUAL("-o daemon.workers=x: expected an integer in 0..1024, got 'x'", OverrideErr("daemon.workers=x").c_str());
-  STRCMP_EQUAL("-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, secrets, collection NAME)",
-               OverrideErr("nosuch.key=1").c_str());
+  STRCMP_EQUAL(
+      ("-o daemon.nosuch=1: unknown key 'nosuch' in [daemon] (expected one of: " + Keys("daemon") + ")")
+          .c_str(),
+      OverrideErr("daemon.nosuch=1").c_str());
+  STRCMP_EQUAL("-o daemon.workers=x: expected an integer in 0..1024, got 'x'",
+               OverrideErr("daemon.workers=x").c_str());
+  STRCMP_EQUAL(
+      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, secrets, collection NAME)",
+      OverrideErr("nosuch.key=1").c_str());
   STRCMP_EQUAL("-o collection.s.size=1: unknown key 'size' in [collection] (expected buckets, buckets_log2, "
                "load_factor, expired_events)",
                OverrideErr("collection.s.size=1").c_str());
@@ -415,7 +428,8 @@ TEST(Config, DumpMasksSecrets) {
   CHECK(DumpConfig(e).find("\n[secrets]\nresp = \n") != std::string::npos);
   // --help is generated from the same rows.
   std::string help = proc::ConfigHelp();
-  for (const auto& p : proc::Params()) CHECK(help.find(std::string("    ") + p.name + " = ") != std::string::npos);
+  for (const auto& p : proc::Params())
+    CHECK(help.find(std::string("    ") + p.name + " = ") != std::string::npos);
 }
 
 TEST(Config, DumpReloadsToTheSameConfig) {
@@ -441,15 +455,25 @@ TEST(Config, DumpReloadsToTheSameConfig) {
 
 TEST(Config, DumpOfAValueStartingWithHashReloads) {
   // "pid_file=#1" loads as "#1" (no space before '#'), but DumpConfig writes
-  // "pid_file = #1", which reloads as an empty value: " #" starts an inline comment.
-  Config c;
-  STRCMP_EQUAL("<ok>", LoadErr("[daemon]\npid_file=#1\n", &c).c_str());
-  STRCMP_EQUAL("#1", c.pid_file.c_str());
-  std::string err;
-  CHECK(FinishConfig(&c, &err));
-  Config r;
-  STRCMP_EQUAL("<ok>", LoadErr(DumpConfig(c), &r).c_str());
-  STRCMP_EQUAL("#1", r.pid_file.c_str());
+  // "pid_file = #1", which reloads as an empty value: " #" starts an inline comment. The same
+  // for a list item ("a,#b" is dumped as "a, #b"). Whatever the fix (refuse such values, or
+  // dump them so they read back), a file that loads must dump to one that loads the same.
+  const char* const files[] = {
+      "[daemon]\npid_file=#1\n",
+      "[listen]\nresp_allow = 10.0.0.0/8,#x\n",
+      "[listen]\nresp =#0.0.0.0:6379\nresp_allow = 10.0.0.0/8\n",
+  };
+  for (const char* text : files) {
+    Config c;
+    std::string err;
+    if (LoadErr(text, &c) != "<ok>" || !FinishConfig(&c, &err)) continue;
+    const std::string d1 = DumpConfig(c);
+    Config r;
+    STRCMP_EQUAL("<ok>", LoadErr(d1, &r).c_str());
+    bool finished = FinishConfig(&r, &err);
+    CHECK_TEXT(finished, err.c_str());
+    STRCMP_EQUAL(Body(d1).c_str(), Body(DumpConfig(r)).c_str());
+  }
 }
 
 TEST(Config, ParseHostPort) {

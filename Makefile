@@ -166,6 +166,7 @@ check-tsan: deps
 
 bench: deps all
 	$(Q)bench/engine
+	$(Q)bench/resp.sh
 
 format-check:
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')

@@ -59,7 +59,7 @@ struct Conn {
   std::string laddr;
   int64_t created_ms = 0;
   int64_t last_ms = 0;
-  std::string last_cmd;
+  const char* last_cmd = "NULL";  // static string (a command row's name)
   std::vector<std::string_view> argv;  // current command
   // A long command (KEYS over a big table) runs in slices: the handler sets
   // `cont`; the server calls it again from the event loop (other clients

@@ -14,10 +14,10 @@ namespace modules::resp {
 bool EqNoCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
+    unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (static_cast<unsigned>(x - 'A') < 26u) x = static_cast<unsigned char>(x | 0x20);  // ASCII
+    if (static_cast<unsigned>(y - 'A') < 26u) y = static_cast<unsigned char>(y | 0x20);
+    if (x != y) return false;
   }
   return true;
 }
@@ -106,10 +106,17 @@ bool CurrentTable(CmdCtx& c, cache::TableRef* t) {
   return false;
 }
 
+namespace {
+size_t Shape(std::string_view name) {
+  return (name.size() & 15) * 32 + (static_cast<unsigned char>(name[0]) & 31);
+}
+}  // namespace
+
 void Register(Env& e, std::span<const CommandSpec> rows) {
   for (const CommandSpec& s : rows) {
     e.table[s.name] = &s;
     e.ordered.push_back(&s);
+    e.by_shape[Shape(s.name)].push_back(&s);
   }
 }
 
@@ -140,17 +147,17 @@ void InitEnv(Env& e) {
 
 void Dispatch(Env& e, net::Conn& c) {
   std::string_view name = c.argv[0];
-  char low[32];
   const CommandSpec* spec = nullptr;
-  if (name.size() < sizeof low) {
-    for (size_t i = 0; i < name.size(); ++i) {
-      low[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  if (!name.empty()) {
+    for (const CommandSpec* s : e.by_shape[Shape(name)]) {
+      if (EqNoCase(name, s->name)) {
+        spec = s;
+        break;
+      }
     }
-    auto it = e.table.find(std::string(low, name.size()));
-    if (it != e.table.end()) spec = it->second;
   }
   CmdCtx ctx{e, c, std::span<const std::string_view>(c.argv), net::Reply(&c.out)};
-  c.last_cmd.assign(spec ? spec->name : "NULL");
+  c.last_cmd = spec ? spec->name : "NULL";
   if (!spec) {
     // Exactly redis-server's text: the name and up to 128 bytes of arguments.
     std::string args;

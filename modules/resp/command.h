@@ -53,6 +53,10 @@ struct Env {
   std::vector<cache::TableRef> db_refs;       // cached handles (reopened when stale)
   std::unordered_map<std::string, const CommandSpec*> table;
   std::vector<const CommandSpec*> ordered;    // for COMMAND
+  // Dispatch index: (length, first letter) -> rows; a lookup is a few
+  // case-insensitive compares, no hashing and no allocation.
+  std::vector<const CommandSpec*> by_shape[16 * 32];
+  std::vector<char> value_buf = std::vector<char>(64 * 1024);  // GET copy-out
   int64_t start_ms = 0;
   int timeout_s = 0;                          // CONFIG SET timeout
   std::string scratch;

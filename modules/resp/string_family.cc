@@ -77,8 +77,22 @@ bool ParseExpireOpts(CmdCtx& c, size_t from, bool is_set, const char* cmd, Expir
 void CmdGet(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
+  // Fast path: copy the value straight into a reused buffer (no resize,
+  // no memset), then into the reply. Large values and counters take the
+  // general path.
+  cache::ReadInfo ri;
+  std::vector<char>& buf = c.env.value_buf;
+  Status s = cache::Get(*c.env.ctx, t, c.arg(1), std::span<char>(buf.data(), buf.size()), &ri);
+  if (s == Status::kOk && ri.type == cache::kTypeString) {
+    c.r.Bulk(std::string_view(buf.data(), ri.vlen));
+    return;
+  }
+  if (s == Status::kNotFound) {
+    c.r.Null();
+    return;
+  }
   std::string& v = c.env.scratch;
-  Status s = ReadString(c, t, c.arg(1), &v, nullptr);
+  s = ReadString(c, t, c.arg(1), &v, nullptr);
   if (s == Status::kOk) {
     c.r.Bulk(v);
   } else if (s == Status::kNotFound) {

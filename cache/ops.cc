@@ -126,6 +126,34 @@ inline bool Live(const TableHeader& h, const TableRef& t) {
          h.state.load(std::memory_order_relaxed) == kTableLive;
 }
 
+// The record of `key` under its bucket lock (and the overflow lock when it
+// lives there). For in-place updates of one field of a live record.
+struct KeyLock {
+  Bucket* b = nullptr;
+  uint64_t idx = 0;
+  Off rec = 0;
+  bool ovf_locked = false;
+};
+
+bool LockKey(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, KeyLock* k) {
+  k->b = LockRouted(c, h, hash, &k->idx);
+  if (!k->b) return false;
+  if (FindInBucket(c.arena, *k->b, TagOf(hash), key, &k->rec) < 0 &&
+      h.ovf.count.load(std::memory_order_acquire) != 0) {
+    LockOverflow(c, h);
+    k->ovf_locked = true;
+    Off node = OvfFind(c.arena, h, hash, key, nullptr);
+    if (node) k->rec = mem::LoadRelaxed32(c.arena.At(node) + kNodeRec);
+  }
+  return true;
+}
+
+void UnlockKey(TableHeader& h, const KeyLock& k) {
+  if (k.ovf_locked) mem::Unlock(h.ovf.lock);
+  mem::Unlock(k.b->lock);
+}
+
+
 // The read path shared by Get and Probe.
 Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf, bool want,
             ReadInfo* info) {
@@ -544,22 +572,11 @@ Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, in
     if (st != Status::kOk) return st;
     if (ri.type == kTypeInt) {
       // Native counter: add under the bucket lock, no parse/format inside.
-      uint64_t hash = HashOf(c, key);
-      uint64_t idx;
-      Bucket* b = LockRouted(c, h, hash, &idx);
-      if (!b) return Status::kStale;
-      Off rec = 0;
-      bool ovf_locked = false;
-      int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
-      if (i < 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
-        LockOverflow(c, h);
-        ovf_locked = true;
-        Off node = OvfFind(a, h, hash, key, nullptr);
-        if (node) rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
-      }
-      RecView v{rec ? a.At(rec) : nullptr};
+      KeyLock k;
+      if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
+      RecView v{k.rec ? a.At(k.rec) : nullptr};
       Status out = Status::kOk;
-      if (rec == 0 || v.type() != kTypeInt || Expired(v.expire(), NowMs(c)) || !Live(h, t)) {
+      if (k.rec == 0 || v.type() != kTypeInt || Expired(v.expire(), NowMs(c)) || !Live(h, t)) {
         out = Status::kBusy;  // changed under us: retry from the top
       } else {
         char* vp = v.value(kTypeInt, key.size());
@@ -568,7 +585,7 @@ Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, in
           out = Status::kOverflow;
         } else {
           // The bracket: a reader never sees the counter and its version torn.
-          std::atomic<uint32_t>& seq = ovf_locked ? h.ovf.seq : b->seq;
+          std::atomic<uint32_t>& seq = k.ovf_locked ? h.ovf.seq : k.b->seq;
           seq.fetch_add(1, std::memory_order_acq_rel);
           mem::StoreRelaxed64(vp, static_cast<uint64_t>(n));
           v.set_version(v.version() + 1);
@@ -576,8 +593,7 @@ Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, in
           *result = n;
         }
       }
-      if (ovf_locked) mem::Unlock(h.ovf.lock);
-      mem::Unlock(b->lock);
+      UnlockKey(h, k);
       if (out == Status::kBusy) continue;
       if (out == Status::kOk) Count(c, h, kStatStores);
       return out;
@@ -607,25 +623,14 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
   const mem::Arena& a = c.arena;
   *changed = false;
   int64_t now = NowMs(c);
-  uint64_t hash = HashOf(c, key);
-  uint64_t idx;
-  Bucket* b = LockRouted(c, h, hash, &idx);
-  if (!b) return Status::kStale;
-  Off rec = 0;
-  bool ovf_locked = false;
-  int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
-  if (i < 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
-    LockOverflow(c, h);
-    ovf_locked = true;
-    Off node = OvfFind(a, h, hash, key, nullptr);
-    if (node) rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
-  }
-  RecView v{rec ? a.At(rec) : nullptr};
+  KeyLock k;
+  if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
+  RecView v{k.rec ? a.At(k.rec) : nullptr};
   Status st = Status::kOk;
   bool remove = false;
   if (!Live(h, t)) {
     st = Status::kStale;
-  } else if (rec == 0 || Expired(v.expire(), now)) {
+  } else if (k.rec == 0 || Expired(v.expire(), now)) {
     st = Status::kNotFound;
   } else {
     int64_t cur = v.expire();
@@ -642,12 +647,11 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
     } else if (ok) {
       v.set_expire(expire_ms);
       v.set_version(v.version() + 1);
-      LowerHint(a, h, idx, expire_ms);
+      LowerHint(a, h, k.idx, expire_ms);
     }
     *changed = ok;
   }
-  if (ovf_locked) mem::Unlock(h.ovf.lock);
-  mem::Unlock(b->lock);
+  UnlockKey(h, k);
   if (remove) {
     Status d = Del(c, t, key);
     (void)d;

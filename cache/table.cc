@@ -22,20 +22,7 @@ Catalog* CatalogOf(const mem::Arena& a) {
   return reinterpret_cast<Catalog*>(a.At(r->catalog));
 }
 
-// Names are compared under the entry's name seqlock.
-bool NameIs(const TableHeader& h, std::string_view name) {
-  for (;;) {
-    uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
-    if (s1 & 1) continue;
-    char buf[64];
-    mem::AtomicCopyOut(buf, h.name, sizeof buf);
-    mem::SeqReadFence();
-    if (h.name_seq.load(std::memory_order_relaxed) != s1) continue;
-    buf[63] = 0;
-    return std::string_view(buf) == name;
-  }
-}
-
+// Names are read under the entry's name seqlock.
 std::string NameOf(const TableHeader& h) {
   for (;;) {
     uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
@@ -48,6 +35,8 @@ std::string NameOf(const TableHeader& h) {
     return std::string(buf);
   }
 }
+
+bool NameIs(const TableHeader& h, std::string_view name) { return NameOf(h) == name; }
 
 void WriteName(TableHeader& h, std::string_view name) {
   char buf[64] = {};

@@ -73,6 +73,16 @@ int main(int argc, char** argv) {
   std::string file;
   std::vector<std::string> overrides;
   bool check = false, dump = false, foreground = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0) {
+      Usage(stdout);
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+      return 0;
+    }
+  }
   int opt;
   while ((opt = getopt(argc, argv, "f:o:CEDVh")) != -1) {
     switch (opt) {

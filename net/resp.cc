@@ -223,23 +223,21 @@ void Reply::Error(std::string_view s) {
   out_->append("\r\n", 2);
 }
 
-void Reply::Int(long long v) {
+namespace {
+// "<prefix><number>\r\n" with no allocation.
+template <typename T>
+void AppendLine(std::string* out, char prefix, T v) {
   char b[32];
-  b[0] = ':';
+  b[0] = prefix;
   auto r = std::to_chars(b + 1, b + sizeof b - 2, v);
   r.ptr[0] = '\r';
   r.ptr[1] = '\n';
-  out_->append(b, static_cast<size_t>(r.ptr + 2 - b));
+  out->append(b, static_cast<size_t>(r.ptr + 2 - b));
 }
+}  // namespace
 
-void Reply::BulkHeader(size_t n) {
-  char b[32];
-  b[0] = '$';
-  auto r = std::to_chars(b + 1, b + sizeof b - 2, n);
-  r.ptr[0] = '\r';
-  r.ptr[1] = '\n';
-  out_->append(b, static_cast<size_t>(r.ptr + 2 - b));
-}
+void Reply::Int(long long v) { AppendLine(out_, ':', v); }
+void Reply::BulkHeader(size_t n) { AppendLine(out_, '$', n); }
 
 void Reply::Bulk(std::string_view s) {
   BulkHeader(s.size());
@@ -250,14 +248,7 @@ void Reply::Bulk(std::string_view s) {
 void Reply::Null() { out_->append("$-1\r\n", 5); }
 void Reply::NullArray() { out_->append("*-1\r\n", 5); }
 
-void Reply::Array(size_t n) {
-  char b[32];
-  b[0] = '*';
-  auto r = std::to_chars(b + 1, b + sizeof b - 2, n);
-  r.ptr[0] = '\r';
-  r.ptr[1] = '\n';
-  out_->append(b, static_cast<size_t>(r.ptr + 2 - b));
-}
+void Reply::Array(size_t n) { AppendLine(out_, '*', n); }
 
 void Reply::Double(double d) {
   char b[512];  // "%.17Lf" of DBL_MAX is 328 characters

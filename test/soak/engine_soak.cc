@@ -12,7 +12,9 @@
 //      increments (with --crash: plus at most one in-flight increment per kill);
 //   3. no lost key: every immortal key is always present with its exact value;
 //   4. afterwards: no bucket left locked or odd, and (without --crash) the
-//      entry count equals the records actually linked.
+//      entry count equals the records actually linked;
+//   5. a third collection is created, filled, renamed and dropped over and
+//      over while workers use it: every answer is ok, absent or stale.
 // --crash K: the parent SIGKILLs a random worker or the maintenance process
 // K times during the run (restarting it on the same slot) and relies on the
 // engine's dead-holder repair.
@@ -106,6 +108,24 @@ bool AllEqual(const char* p, size_t n) {
     const cache::TableRef& t = ovf ? to : tg;
     uint64_t op = r % 100;
     st.ops.fetch_add(1, std::memory_order_relaxed);
+    if ((r >> 56) % 64 == 0) {
+      // A collection that the maintainer creates, renames and drops while we
+      // use it: every answer must be a clean one (ok, absent, or stale).
+      cache::TableRef tmp;
+      const char* name = (r >> 8) % 2 ? "tmp" : "tmp2";
+      if (cache::OpenCollection(c, name, &tmp) == Status::kOk) {
+        Status s = cache::Set(c, tmp, ChurnKey(r % 1000), "tmpval");
+        cache::ReadInfo ri;
+        Status g = cache::Get(c, tmp, ChurnKey((r >> 10) % 1000), std::span<char>(buf, sizeof buf), &ri);
+        if ((s != Status::kOk && s != Status::kStale) ||
+            (g != Status::kOk && g != Status::kNotFound && g != Status::kStale) ||
+            (g == Status::kOk && std::string_view(buf, ri.vlen) != "tmpval")) {
+          st.errors.fetch_add(1);
+          Fail(sh, "tmp collection: unexpected answer");
+        }
+      }
+      continue;
+    }
     if (op < 45) {
       bool imm = (r >> 20) % 2 == 0;
       std::string k = imm ? ImmortalKey(static_cast<int>((r >> 24) % cfg.immortal))
@@ -183,6 +203,22 @@ bool AllEqual(const char* p, size_t n) {
       (void)cache::SweepExpired(c, tg, 1u << 20, {});
       (void)cache::SweepExpired(c, to, 1u << 20, {});
       (void)cache::RepairDead(c);
+    }
+    // Collections come and go under the workers: create, fill, rename, drop.
+    if (tick % 7 == 0) {
+      switch ((tick / 7) % 3) {
+        case 0: {
+          cache::TableRef t;
+          cache::CollectionOptions co;
+          co.buckets = 16;
+          if (cache::CreateCollection(c, "tmp", co, &t) == Status::kOk) {
+            for (int i = 0; i < 200; ++i) (void)cache::Set(c, t, ChurnKey(i), "tmpval");
+          }
+          break;
+        }
+        case 1: (void)cache::RenameCollection(c, "tmp", "tmp2"); break;
+        default: (void)cache::DropCollection(c, "tmp2"); break;
+      }
     }
     // Every 4th round, force churn of the growth machinery: shrink then grow.
     if (tick % 40 == 0) {

@@ -238,6 +238,8 @@ pid_t Spawn(mem::Arena& a, Shared* sh, const Config& cfg, int idx) {
   return p;
 }
 
+int RunOn(mem::Arena* a, const Config& cfg);
+
 int Run(const Config& cfg) {
   mem::ArenaOptions o;
   o.arena_mb = 128;
@@ -249,6 +251,12 @@ int Run(const Config& cfg) {
     std::fprintf(stderr, "soak: arena: %s\n", err.c_str());
     return 2;
   }
+  int rc = RunOn(a, cfg);
+  mem::Arena::Destroy(a);
+  return rc;
+}
+
+int RunOn(mem::Arena* a, const Config& cfg) {
   std::printf("soak: %d procs, %d s, %d churn keys, %d immortal, crash=%d, tier=%s\n", cfg.procs,
               cfg.seconds, cfg.keys, cfg.immortal, cfg.crash, mem::TierName(a->tier()));
   (void)cache::InitCatalog(*a, 0xC0FFEEull + cfg.seed);
@@ -396,6 +404,8 @@ int Run(const Config& cfg) {
               static_cast<unsigned long long>(gi.stats[cache::kStatRepairs] +
                                               oi.stats[cache::kStatRepairs]),
               repaired, failures ? "*** FAIL ***" : "PASS");
+  munmap(sh, sizeof(Shared));
+  c.alloc.FlushToGlobal();
   return failures ? 1 : 0;
 }
 

@@ -39,10 +39,11 @@ include cache/Makefile.inc
 include proc/Makefile.inc
 include net/Makefile.inc
 include modules/Makefile.inc
+include mi/Makefile.inc
 
 ENGINE_SRCS := $(MEM_SRCS) $(CACHE_SRCS)
 ENGINE_OBJS := $(ENGINE_SRCS:%.cc=$(BUILD)/%.o)
-DAEMON_SRCS := $(PROC_SRCS) $(NET_SRCS) $(MODULES_SRCS)
+DAEMON_SRCS := $(PROC_SRCS) $(NET_SRCS) $(MI_SRCS) $(MODULES_SRCS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.cc=$(BUILD)/%.o)
 DAEMON_LIB := $(BUILD)/libperfdaemon.a
 DAEMON_BIN := bin/perfcached
@@ -125,7 +126,7 @@ soak: $(SOAK_BIN)
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config
+FUZZ_TARGETS := glob resp config mi
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -139,6 +140,10 @@ $(BUILD)/fuzz/config_fuzz: test/fuzz/config_fuzz.cc proc/config.cc proc/config.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/config_fuzz.cc proc/config.cc
+$(BUILD)/fuzz/mi_fuzz: test/fuzz/mi_fuzz.cc mi/mi.cc mi/mi.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/mi_fuzz.cc mi/mi.cc
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

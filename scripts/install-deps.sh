@@ -9,6 +9,7 @@ PKGS=(
   g++ make pkg-config
   libsodium-dev libevent-dev libsqlite3-dev libzstd-dev
   libcpputest-dev libtinyxml2-dev
+  nlohmann-json3-dev
   redis-tools redis-server python3 python3-redis python3-prometheus-client sqlite3
   clang libclang-rt-14-dev
 )

@@ -12,6 +12,7 @@ PKGS=(
   nlohmann-json3-dev
   redis-tools redis-server python3 python3-redis python3-prometheus-client sqlite3
   clang libclang-rt-14-dev
+  procps iproute2
 )
 
 missing=()
@@ -34,8 +35,15 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts redis-server as a service on install; tests start their own.
-if command -v systemctl >/dev/null 2>&1; then
-  $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+# Debian starts redis-server as a service on install; it would hold port
+# 6379 (perfcached's default). Tests and benchmarks start their own, so
+# stop and disable the one we just installed (never one that was there).
+if printf '%s\n' "${missing[@]}" | grep -qx redis-server; then
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+  else
+    $SUDO service redis-server stop >/dev/null 2>&1 || true
+    $SUDO update-rc.d redis-server disable >/dev/null 2>&1 || true
+  fi
 fi
 echo "install-deps: done"

@@ -239,6 +239,42 @@ size_t JsonEnd(std::string_view buf, size_t i, bool* garbage) {
   return std::string_view::npos;
 }
 
+// Does buf hold the start of a JSON value that is already wrong (as
+// opposed to merely unfinished)? A SAX pass stops at the first error; an
+// error at the end of the input means "need more".
+struct ErrorProbe : nlohmann::json_sax<Json> {
+  explicit ErrorProbe(size_t n) : size(n) {}
+  size_t size;
+  bool broken = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // An error found before the last byte is real; one at the end (an
+    // unterminated string or number, a missing bracket) may be completed
+    // by the next read.
+    broken = position < size &&
+             std::string_view(ex.what()).find("unexpected end of input") == std::string_view::npos;
+    return false;
+  }
+};
+
+bool AlreadyBroken(std::string_view json) {
+  ErrorProbe probe(json.size());
+  (void)Json::sax_parse(json.begin(), json.end(), &probe, Json::input_format_t::json, false);
+  return probe.broken;
+}
+
 }  // namespace
 
 FrameResult ParseFifoFrame(std::string_view buf, size_t* pos, Frame* out) {
@@ -267,7 +303,14 @@ FrameResult ParseFifoFrame(std::string_view buf, size_t* pos, Frame* out) {
   while (js < buf.size() && (buf[js] == ' ' || buf[js] == '\n' || buf[js] == '\t')) ++js;
   bool garbage;
   size_t end = JsonEnd(buf, js, &garbage);
-  if (end == std::string_view::npos && !garbage) return FrameResult::kNeedMore;
+  if (end == std::string_view::npos && !garbage) {
+    // Unfinished, or already wrong ("{not json")? A wrong one is answered
+    // now (-32700) instead of swallowing the requests that follow it; it
+    // takes the rest of this read with it.
+    if (!AlreadyBroken(buf.substr(js))) return FrameResult::kNeedMore;
+    *pos = buf.size();
+    return ValidReplyName(out->reply_name) ? FrameResult::kBadJson : FrameResult::kBadName;
+  }
   bool name_ok = ValidReplyName(out->reply_name);
   if (garbage) {
     // Not JSON after the name: consume the line, answer -32700 if we can.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mem/arena.h"
+#include "modules/mi/mi_module.h"
 #include "modules/resp/command.h"
 #include "net/server.h"
 #include "proc/config.h"
@@ -156,6 +157,9 @@ int main(int argc, char** argv) {
     delete d->server;
     delete d;
   };
+  if (!cfg.mi_fifo.empty()) {
+    hooks.procs.push_back(proc::ModuleProc{"MI FIFO", &modules::mi_door::RunMiFifo});
+  }
   proc::DaemonOptions o;
   o.foreground = foreground;
   return proc::RunDaemon(cfg, o, hooks);

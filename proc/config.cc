@@ -128,6 +128,10 @@ const ParamSpec kParams[] = {
              "SELECT mapping, e.g. 0:sessions, 1:counters"),
     INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
     INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
+    STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
+    STR_ROW("mi", fifo_mode, mi_fifo_mode, "MI FIFO permissions (octal)"),
+    STR_ROW("mi", reply_dir, mi_reply_dir,
+            "directory of the clients' reply FIFOs (prefixed verbatim: keep the trailing /)"),
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
 };
@@ -183,7 +187,7 @@ bool SetKey(Config* c, std::string_view section, std::string_view key, std::stri
   }
   if (!section_known) {
     *err = "unknown section [" + std::string(section) +
-           "] (expected daemon, memory, listen, secrets, collection NAME)";
+           "] (expected daemon, memory, listen, mi, secrets, collection NAME)";
   } else {
     *err = "unknown key '" + std::string(key) + "' in [" + std::string(section) +
            "] (expected one of: " + known + ")";
@@ -225,9 +229,9 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
       if (section.rfind("collection ", 0) == 0) {
         DeclareCollection(c, section, line);
       } else if (section != "daemon" && section != "memory" && section != "listen" &&
-                 section != "secrets") {
+                 section != "mi" && section != "secrets") {
         *err = path + ":" + std::to_string(line) + ": unknown section [" + section +
-               "] (expected daemon, memory, listen, secrets, collection NAME)";
+               "] (expected daemon, memory, listen, mi, secrets, collection NAME)";
         return false;
       }
       continue;

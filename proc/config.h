@@ -45,6 +45,10 @@ struct Config {
   std::vector<std::string> resp_collections; // "0:sessions" pairs
   int maxclients = 10000;
   int timeout = 0;              // idle seconds before close, 0 = never
+  // [mi]
+  std::string mi_fifo = "/run/perfcached/perfcached_fifo";  // empty = off
+  std::string mi_fifo_mode = "0660";
+  std::string mi_reply_dir = "/tmp/";
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
   // [collection NAME]

@@ -177,7 +177,21 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
 
 void OnStopSignal(int) { g_stop = 1; }
 
+[[noreturn]] void RunModuleProc(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self,
+                                const ModuleProc& mp) {
+  LogSetRole(strdup(mp.name.c_str()));
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  signal(SIGPIPE, SIG_IGN);
+  cache::Ctx ctx(a, self->slot);
+  ModuleProcContext mc{&ctx, &cfg, pt, self};
+  mp.run(mc);
+  ctx.alloc.FlushToGlobal();
+  _exit(0);
+}
+
 }  // namespace
+
+bool StopRequested() { return g_stop != 0; }
 
 mem::Tier TierFromConfig(const std::string& h) {
   if (h == "off") return mem::Tier::kSmall;
@@ -212,7 +226,8 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   ao.best_tier = TierFromConfig(cfg.hugepages);
   ao.lock_memory = cfg.lock_memory;
   ao.max_value = static_cast<size_t>(cfg.max_value_mb) << 20;
-  ao.max_procs = static_cast<uint32_t>(nworkers + 2 > 8 ? nworkers + 2 : 8);
+  int nmods = static_cast<int>(hooks.procs.size());
+  ao.max_procs = static_cast<uint32_t>(nworkers + 2 + nmods > 8 ? nworkers + 2 + nmods : 8);
   std::string err;
   mem::Arena* a = mem::Arena::Create(ao, &err);
   if (!a) {
@@ -266,8 +281,9 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       LOG_WARN("cannot write pid file %s: %s", cfg.pid_file.c_str(), std::strerror(errno));
     }
   }
-  // Entries: 0 supervisor, 1 timer, 2.. workers (slot == entry index).
-  pt->count = static_cast<uint32_t>(nworkers + 2);
+  // Entries: 0 supervisor, 1 timer, 2.. workers, then module processes
+  // (slot == entry index).
+  pt->count = static_cast<uint32_t>(nworkers + 2 + nmods);
   auto init_entry = [&](uint32_t i, int rank, Role role) {
     ProcEntry& e = pt->e[i];
     e.rank = rank;
@@ -279,6 +295,9 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   pt->e[0].start_ms.store(WallMs());
   init_entry(1, -1, Role::kTimer);
   for (int i = 0; i < nworkers; ++i) init_entry(static_cast<uint32_t>(2 + i), i + 1, Role::kWorker);
+  for (int k = 0; k < nmods; ++k) {
+    init_entry(static_cast<uint32_t>(2 + nworkers + k), -2 - k, Role::kModule);
+  }
   ctx.alloc.FlushToGlobal();  // children never use slot 0's cells
 
   sigset_t mask;
@@ -309,6 +328,9 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
         if (static_cast<int>(k) != static_cast<int>(i) - 2) close(lfds[k]);
       }
       if (i == 1) RunTimer(*a, cfg, pt, &e);
+      if (i >= static_cast<uint32_t>(2 + nworkers)) {
+        RunModuleProc(*a, cfg, pt, &e, hooks.procs[i - 2 - static_cast<uint32_t>(nworkers)]);
+      }
       RunWorker(*a, cfg, pt, &e, lfds.empty() ? -1 : lfds[i - 2], hooks);
     }
     e.pid.store(p);
@@ -409,6 +431,7 @@ const char* RoleName(Role r) {
     case Role::kSupervisor: return "supervisor";
     case Role::kTimer: return "timer";
     case Role::kWorker: return "worker";
+    case Role::kModule: return "module process";
     case Role::kNone: break;
   }
   return "process";

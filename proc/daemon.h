@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "cache/table.h"
 #include "proc/config.h"
@@ -34,7 +35,22 @@ struct WorkerContext {
   int rank = 0;
 };
 
+// A process owned by a module (OpenSIPS proc_export_t): MI FIFO, ...
+struct ModuleProcContext {
+  cache::Ctx* ctx = nullptr;
+  const Config* cfg = nullptr;
+  ProcTable* procs = nullptr;
+  ProcEntry* self = nullptr;
+};
+struct ModuleProc {
+  std::string name;                                   // "MI FIFO"
+  std::function<void(ModuleProcContext&)> run;        // returns when asked to stop
+};
+// Set by SIGTERM in every child; module process loops poll it.
+bool StopRequested();
+
 struct DaemonHooks {
+  std::vector<ModuleProc> procs;
   // Build the door(s) of a worker; the returned object is passed back.
   std::function<void*(WorkerContext&)> worker_init;
   std::function<void(void*)> stop_accepting;

@@ -16,7 +16,7 @@
 
 namespace proc {
 
-enum class Role : uint32_t { kNone = 0, kSupervisor, kTimer, kWorker };
+enum class Role : uint32_t { kNone = 0, kSupervisor, kTimer, kWorker, kModule };
 const char* RoleName(Role r);
 
 enum DoorStat : uint8_t {

@@ -64,7 +64,9 @@ class Daemon:
         self.host = host
         self.workdir = tempfile.mkdtemp(prefix="perfcached-test-")
         self.log_path = os.path.join(self.workdir, "perfcached.log")
+        self.fifo = os.path.join(self.workdir, "perfcached_fifo")
         args = [BIN, "-D", "-o", f"listen.resp={host}:{self.port}",
+                "-o", f"mi.fifo_name={self.fifo}", "-o", f"mi.reply_dir={self.workdir}/",
                 "-o", f"daemon.workers={workers}", "-o", f"memory.arena_mb={arena_mb}",
                 "-o", "memory.hugepages=off"]
         if config is not None:

@@ -160,6 +160,14 @@ TEST(FifoFrame, BadNamesAndBadJson) {
   std::string c = R"(:reply:{"a":tru})";
   CHECK(mi::ParseFifoFrame(c, &pos, &f) == mi::FrameResult::kBadJson);
   pos = 0;
+  std::string g = ":early:{not json";  // wrong already: answered now, not waited on
+  CHECK(mi::ParseFifoFrame(g, &pos, &f) == mi::FrameResult::kBadJson);
+  CHECK_EQUAL(g.size(), pos);
+  pos = 0;
+  std::string h = ":wait:{\"jsonrpc\":\"2.";  // merely unfinished
+  CHECK(mi::ParseFifoFrame(h, &pos, &f) == mi::FrameResult::kNeedMore);
+  CHECK_EQUAL(0u, pos);
+  pos = 0;
   std::string d = "garbage line\n";
   CHECK(mi::ParseFifoFrame(d, &pos, &f) == mi::FrameResult::kGarbage);
   CHECK_EQUAL(d.size(), pos);

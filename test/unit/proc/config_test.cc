@@ -240,12 +240,12 @@ TEST(Config, UnknownKeyListsTheSection) {
 
 TEST(Config, UnknownSection) {
   // Refused at the header line, even with no key under it.
-  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, secrets, collection NAME)",
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, secrets, collection NAME)",
                LoadErr("[memroy]\n").c_str());
-  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, secrets, collection NAME)",
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, secrets, collection NAME)",
                LoadErr("[memroy]\narena_mb = 64\n").c_str());
   STRCMP_EQUAL(
-      "F:1: unknown section [collections] (expected daemon, memory, listen, secrets, collection NAME)",
+      "F:1: unknown section [collections] (expected daemon, memory, listen, mi, secrets, collection NAME)",
       LoadErr("[collections]\nbuckets = 64\n").c_str());
 }
 
@@ -394,7 +394,7 @@ TEST(Config, MalformedOverrides) {
   STRCMP_EQUAL("-o daemon.workers=x: expected an integer in 0..1024, got 'x'",
                OverrideErr("daemon.workers=x").c_str());
   STRCMP_EQUAL(
-      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, secrets, collection NAME)",
+      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, mi, secrets, collection NAME)",
       OverrideErr("nosuch.key=1").c_str());
   STRCMP_EQUAL("-o collection.s.size=1: unknown key 'size' in [collection] (expected buckets, buckets_log2, "
                "load_factor, expired_events)",

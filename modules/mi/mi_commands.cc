@@ -1,0 +1,356 @@
+// perfcached — MI commands: the OpenSIPS core set and the perf_* set.
+// Copyright (c) 2026 the perfcached authors.
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include "cache/glob.h"
+#include "cache/table.h"
+#include "mem/arena.h"
+#include "modules/mi/mi_module.h"
+#include "proc/log.h"
+
+namespace modules::mi_door {
+namespace {
+
+using mi::Json;
+using mi::Params;
+using mi::Response;
+
+struct Env {
+  proc::ModuleProcContext pc;
+  const mi::Registry* reg;
+  std::string default_collection;
+};
+
+std::string CTime(time_t t) {
+  char b[64];
+  ctime_r(&t, b);
+  std::string s(b);
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+// The collection named by the optional "collection" param (or the default).
+bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err) {
+  std::string name = e.default_collection, msg;
+  if (p.Has("collection") && !p.GetString("collection", &name, &msg)) {
+    *err = mi::MiParamError(msg);
+    return false;
+  }
+  if (cache::OpenCollection(*e.pc.ctx, name, t) != mem::Status::kOk) {
+    *err = mi::MiError(404, "no such collection");
+    return false;
+  }
+  return true;
+}
+
+int64_t TtlSeconds(const cache::ReadInfo& ri, int64_t now) {
+  if (ri.expire_ms == 0) return -1;
+  int64_t left = ri.expire_ms - now;
+  return left <= 0 ? 0 : (left + 999) / 1000;
+}
+
+Json CollectionJson(const cache::CollectionInfo& ci) {
+  uint64_t reads = ci.stats[cache::kStatReads];
+  double retries_1k = reads ? 1000.0 * static_cast<double>(ci.stats[cache::kStatSeqRetries]) /
+                                  static_cast<double>(reads)
+                            : 0.0;
+  uint64_t hm = ci.stats[cache::kStatHits] + ci.stats[cache::kStatMisses];
+  return Json{{"name", ci.name},
+              {"buckets", ci.buckets},
+              {"entries", ci.entries},
+              {"overflow", ci.overflow},
+              {"load_factor", ci.load_factor},
+              {"hits", ci.stats[cache::kStatHits]},
+              {"misses", ci.stats[cache::kStatMisses]},
+              {"stores", ci.stats[cache::kStatStores]},
+              {"removes", ci.stats[cache::kStatRemoves]},
+              {"expired", ci.stats[cache::kStatExpired]},
+              {"evicted", ci.stats[cache::kStatEvicted]},
+              {"seqlock_retries", ci.stats[cache::kStatSeqRetries]},
+              {"retries_per_1k_reads", retries_1k},
+              {"lock_fallbacks", ci.stats[cache::kStatLockFallbacks]},
+              {"splits", ci.stats[cache::kStatSplits]},
+              {"merges", ci.stats[cache::kStatMerges]},
+              {"repairs", ci.stats[cache::kStatRepairs]},
+              {"nomem", ci.stats[cache::kStatNoMem]},
+              {"hit_rate_pct", hm ? 100.0 * static_cast<double>(ci.stats[cache::kStatHits]) /
+                                        static_cast<double>(hm)
+                                  : 0.0}};
+}
+
+void Add(mi::Registry& r, const char* module, const char* name, const char* help,
+         std::vector<std::vector<std::string>> recipes, mi::Handler h) {
+  mi::Command c;
+  c.name = name;
+  c.module = module;
+  c.help = help;
+  c.recipes = std::move(recipes);
+  c.handler = std::move(h);
+  r.Add(std::move(c));
+}
+
+// Walk keys matching `glob` (SCAN with its guarantee), at most `limit`.
+// fn returns false to stop.
+void Walk(Env& e, const cache::TableRef& t, const std::string& glob, bool values,
+          const std::function<bool(const cache::ScanItem&)>& fn) {
+  cache::ScanFilter f;
+  if (glob != "*") f.glob = glob;
+  f.values = values;
+  uint64_t cursor = 0;
+  bool stop = false;
+  do {
+    if (cache::ScanStep(*e.pc.ctx, t, cursor, 256, f,
+                        [&](const cache::ScanItem& it) {
+                          if (!stop && !fn(it)) stop = true;
+                        },
+                        &cursor) != mem::Status::kOk) {
+      break;
+    }
+  } while (cursor != 0 && !stop);
+}
+
+}  // namespace
+
+void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
+  auto* e = new Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name};
+
+  // ---- core ----
+  Add(r, "core", "which", "list the MI commands, or the recipes of one", {{}, {"command"}},
+      [e](const Params& p) {
+        if (!p.Has("command")) return mi::MiResult(e->reg->Names());
+        std::string name, err;
+        if (!p.GetString("command", &name, &err)) return mi::MiParamError(err);
+        const mi::Command* c = e->reg->Find(name);
+        if (!c) return mi::MiError(404, "unknown MI command");
+        return mi::MiResult(c->recipes);
+      });
+  Add(r, "core", "help", "describe an MI command", {{}, {"mi_cmd"}}, [e](const Params& p) {
+    if (!p.Has("mi_cmd")) return mi::MiResult("Usage: help mi_cmd - returns information about 'mi_cmd'");
+    std::string name, err;
+    if (!p.GetString("mi_cmd", &name, &err)) return mi::MiParamError(err);
+    const mi::Command* c = e->reg->Find(name);
+    if (!c) return mi::MiError(404, "unknown MI command");
+    return mi::MiResult(Json{{"Help", c->help}, {"Exported by", c->module}});
+  });
+  Add(r, "core", "version", "server version", {{}}, [](const Params&) {
+    return mi::MiResult(Json{{"Server", "perfcached 0.1.0 (x86_64/linux)"}});
+  });
+  Add(r, "core", "uptime", "start time and uptime", {{}}, [e](const Params&) {
+    time_t now = time(nullptr);
+    time_t up = static_cast<time_t>(e->pc.procs->started_ms.load() / 1000);
+    return mi::MiResult(Json{{"Now", CTime(now)},
+                             {"Up since", CTime(up)},
+                             {"Up time", std::to_string(now - up) + " [sec]"}});
+  });
+  Add(r, "core", "ps", "the daemon's processes", {{}}, [e](const Params&) {
+    Json list = Json::array();
+    for (uint32_t i = 0; i < e->pc.procs->count; ++i) {
+      const proc::ProcEntry& pe = e->pc.procs->e[i];
+      list.push_back(Json{{"ID", i},
+                          {"PID", pe.pid.load()},
+                          {"Type", proc::RoleName(static_cast<proc::Role>(pe.role.load()))},
+                          {"Rank", pe.rank},
+                          {"Restarts", pe.restarts.load()}});
+    }
+    return mi::MiResult(Json{{"Processes", list}});
+  });
+  Add(r, "core", "pwd", "working directory", {{}}, [](const Params&) {
+    char b[PATH_MAX];
+    return mi::MiResult(Json{{"WD", getcwd(b, sizeof b) ? b : ""}});
+  });
+  Add(r, "core", "log_level", "show or set the log level (0 error .. 4 debug)", {{}, {"level"}},
+      [e](const Params& p) {
+        if (!p.Has("level")) {
+          return mi::MiResult(Json{{"Log level", e->pc.procs->live_loglevel.load()}});
+        }
+        int64_t l;
+        std::string err;
+        if (!p.GetInt("level", &l, &err) || l < 0 || l > 4) return mi::MiParamError("Bad level");
+        e->pc.procs->live_loglevel.store(static_cast<int32_t>(l));
+        e->pc.procs->live_gen.fetch_add(1);
+        proc::SetLogLevel(static_cast<proc::LogLevel>(l));
+        return mi::MiResult(Json{{"New global log level", l}});
+      });
+  Add(r, "core", "kill", "stop the daemon gracefully", {{}}, [](const Params&) {
+    kill(getppid(), SIGTERM);
+    return mi::MiOk();
+  });
+
+  // ---- perf_* ----
+  Add(r, "perfcached", "perf_collections", "list collections", {{}}, [e](const Params&) {
+    Json list = Json::array();
+    for (const auto& ci : cache::ListCollections(*e->pc.ctx)) list.push_back(CollectionJson(ci));
+    return mi::MiResult(Json{{"collections", list}});
+  });
+  Add(r, "perfcached", "perf_stats", "per-collection statistics and the arena",
+      {{}, {"collection"}}, [e](const Params& p) {
+        Json list = Json::array();
+        std::string only, err;
+        if (p.Has("collection") && !p.GetString("collection", &only, &err)) return mi::MiParamError(err);
+        for (const auto& ci : cache::ListCollections(*e->pc.ctx)) {
+          if (only.empty() || ci.name == only) list.push_back(CollectionJson(ci));
+        }
+        if (!only.empty() && list.empty()) return mi::MiError(404, "no such collection");
+        mem::Arena& a = e->pc.ctx->arena;
+        Json arena{{"tier", mem::TierName(a.tier())},
+                   {"tier_note", a.tier_note()},
+                   {"cap_bytes", a.cap_bytes()},
+                   {"committed_bytes", a.committed_bytes()},
+                   {"used_bytes", a.used_bytes()},
+                   {"large_objects", a.hdr()->large_objects.load()},
+                   {"nomem_events", a.hdr()->nomem_events.load()}};
+        return mi::MiResult(Json{{"collections", list}, {"arena", arena}});
+      });
+  Add(r, "perfcached", "perf_stats_reset", "re-baseline the counters", {{}, {"collection"}},
+      [e](const Params& p) {
+        std::string only, err;
+        if (p.Has("collection") && !p.GetString("collection", &only, &err)) return mi::MiParamError(err);
+        int n = 0;
+        for (const auto& ci : cache::ListCollections(*e->pc.ctx)) {
+          if (!only.empty() && ci.name != only) continue;
+          cache::TableRef t;
+          if (cache::OpenCollection(*e->pc.ctx, ci.name, &t) == mem::Status::kOk) {
+            cache::ResetCollectionStats(*e->pc.ctx, t);
+            ++n;
+          }
+        }
+        if (!only.empty() && n == 0) return mi::MiError(404, "no such collection");
+        return mi::MiResult(Json{{"collections_reset", n}});
+      });
+  Add(r, "perfcached", "perf_get", "a key's value", {{"key"}, {"key", "collection"}},
+      [e](const Params& p) {
+        cache::TableRef t;
+        Response err;
+        std::string key, v, msg;
+        if (!p.GetString("key", &key, &msg)) return mi::MiParamError(msg);
+        if (!Table(*e, p, &t, &err)) return err;
+        cache::ReadInfo ri;
+        if (cache::GetString(*e->pc.ctx, t, key, &v, &ri) != mem::Status::kOk) {
+          return mi::MiError(404, "key not found");
+        }
+        return mi::MiResult(Json{{"key", key},
+                                 {"value", v},
+                                 {"size", v.size()},
+                                 {"ttl", TtlSeconds(ri, cache::NowMs(*e->pc.ctx))}});
+      });
+  Add(r, "perfcached", "perf_probe", "a key's size and TTL, never the value",
+      {{"key"}, {"key", "collection"}}, [e](const Params& p) {
+        cache::TableRef t;
+        Response err;
+        std::string key, msg;
+        if (!p.GetString("key", &key, &msg)) return mi::MiParamError(msg);
+        if (!Table(*e, p, &t, &err)) return err;
+        cache::ReadInfo ri;
+        if (cache::Probe(*e->pc.ctx, t, key, &ri) != mem::Status::kOk) {
+          return mi::MiError(404, "key not found");
+        }
+        return mi::MiResult(Json{{"key", key},
+                                 {"size", ri.vlen},
+                                 {"ttl", TtlSeconds(ri, cache::NowMs(*e->pc.ctx))}});
+      });
+  Add(r, "perfcached", "perf_set", "store a key (ttl in seconds, 0 = never)",
+      {{"key", "value"}, {"key", "value", "ttl"}, {"key", "value", "ttl", "collection"}},
+      [e](const Params& p) {
+        cache::TableRef t;
+        Response err;
+        std::string key, value, msg;
+        int64_t ttl = 0;
+        if (!p.GetString("key", &key, &msg) || !p.GetString("value", &value, &msg) ||
+            (p.Has("ttl") && !p.GetInt("ttl", &ttl, &msg))) {
+          return mi::MiParamError(msg);
+        }
+        if (ttl < 0) return mi::MiParamError("Bad type for parameter 'ttl'");
+        if (!Table(*e, p, &t, &err)) return err;
+        cache::StoreOpts o;
+        if (ttl > 0) o.expire_ms = cache::NowMs(*e->pc.ctx) + ttl * 1000;
+        mem::Status s = cache::Set(*e->pc.ctx, t, key, value, o);
+        if (s == mem::Status::kNoMem) return mi::MiError(500, "out of memory");
+        if (s != mem::Status::kOk) return mi::MiError(500, "store failed");
+        return mi::MiOk();
+      });
+  Add(r, "perfcached", "perf_del", "delete the keys matching a glob",
+      {{"glob"}, {"glob", "collection"}}, [e](const Params& p) {
+        cache::TableRef t;
+        Response err;
+        std::string glob, msg;
+        if (!p.GetString("glob", &glob, &msg)) return mi::MiParamError(msg);
+        if (!Table(*e, p, &t, &err)) return err;
+        int64_t n = 0;
+        if (cache::GlobIsLiteral(glob)) {
+          n = cache::Del(*e->pc.ctx, t, cache::GlobUnescape(glob)) == mem::Status::kOk;
+        } else {
+          std::vector<std::string> keys;
+          Walk(*e, t, glob, false, [&](const cache::ScanItem& it) {
+            keys.emplace_back(it.key);
+            return true;
+          });
+          for (const auto& k : keys) n += cache::Del(*e->pc.ctx, t, k) == mem::Status::kOk;
+        }
+        return mi::MiResult(Json{{"deleted", n}});
+      });
+  auto keys_cmd = [e](const Params& p, bool values) {
+    cache::TableRef t;
+    Response err;
+    std::string glob, msg;
+    int64_t limit = 1000;
+    if (!p.GetString("glob", &glob, &msg) || (p.Has("limit") && !p.GetInt("limit", &limit, &msg))) {
+      return mi::MiParamError(msg);
+    }
+    if (limit <= 0) return mi::MiParamError("Bad type for parameter 'limit'");
+    if (!Table(*e, p, &t, &err)) return err;
+    Json keys = Json::array();
+    int64_t now = cache::NowMs(*e->pc.ctx);
+    bool truncated = false;
+    Walk(*e, t, glob, values, [&](const cache::ScanItem& it) {
+      if (static_cast<int64_t>(keys.size()) >= limit) {
+        truncated = true;
+        return false;
+      }
+      Json k{{"key", std::string(it.key)}, {"ttl", TtlSeconds(it.info, now)}};
+      if (values) k["value"] = std::string(it.value);
+      keys.push_back(std::move(k));
+      return true;
+    });
+    Json res{{"keys", keys}, {"returned", keys.size()}};
+    if (truncated) res["note"] = "limit reached - truncated; use perf_scan for the rest";
+    return mi::MiResult(res);
+  };
+  Add(r, "perfcached", "perf_keys", "keys matching a glob (with TTL), up to limit (1000)",
+      {{"glob"}, {"glob", "collection"}, {"glob", "collection", "limit"}},
+      [keys_cmd](const Params& p) { return keys_cmd(p, false); });
+  Add(r, "perfcached", "perf_dump", "as perf_keys, with values",
+      {{"glob"}, {"glob", "collection"}, {"glob", "collection", "limit"}},
+      [keys_cmd](const Params& p) { return keys_cmd(p, true); });
+  Add(r, "perfcached", "perf_ttl", "set the TTL (seconds, 0 = persist) of the keys matching a glob",
+      {{"glob", "ttl"}, {"glob", "ttl", "collection"}}, [e](const Params& p) {
+        cache::TableRef t;
+        Response err;
+        std::string glob, msg;
+        int64_t ttl;
+        if (!p.GetString("glob", &glob, &msg) || !p.GetInt("ttl", &ttl, &msg)) return mi::MiParamError(msg);
+        if (ttl < 0) return mi::MiParamError("Bad type for parameter 'ttl'");
+        if (!Table(*e, p, &t, &err)) return err;
+        std::vector<std::string> keys;
+        Walk(*e, t, glob, false, [&](const cache::ScanItem& it) {
+          keys.emplace_back(it.key);
+          return true;
+        });
+        int64_t n = 0;
+        int64_t at = ttl > 0 ? cache::NowMs(*e->pc.ctx) + ttl * 1000 : 0;
+        for (const auto& k : keys) {
+          bool changed = false;
+          if (cache::SetExpire(*e->pc.ctx, t, k, at, cache::ExpireCond::kAlways, &changed) ==
+                  mem::Status::kOk &&
+              changed) {
+            ++n;
+          }
+        }
+        return mi::MiResult(Json{{"updated", n}});
+      });
+}
+
+}  // namespace modules::mi_door

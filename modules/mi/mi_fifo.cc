@@ -1,0 +1,175 @@
+// perfcached — the MI FIFO transport (OpenSIPS mi_fifo framing), run in its own process.
+// Copyright (c) 2026 the perfcached authors.
+//
+// How it works (../shared/reference/opensips-mi.md §1.1): the process makes
+// the FIFO (mkfifo + chmod), opens it for reading and keeps its own write
+// end open so that clients opening and closing it never cause EOF. Each
+// wake-up does one read of at most 4096 bytes minus what is buffered;
+// every complete ":reply_name:{json}" frame in the buffer is served in
+// order. A reply goes to reply_dir + reply_name: opened write-only and
+// non-blocking (4 retries 80 ms apart while nobody reads it), checked to be
+// a real FIFO (not a symlink, one link), made blocking, one compact line
+// written, closed. Unparseable JSON with a usable reply name is answered
+// -32700 (OpenSIPS stays silent there and opensips-cli hangs). Every 30 s
+// of idleness the FIFO is checked and recreated if it was removed.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "mi/mi.h"
+#include "modules/mi/mi_module.h"
+#include "proc/daemon.h"
+#include "proc/log.h"
+
+namespace modules::mi_door {
+namespace {
+
+constexpr size_t kFifoBuf = 4096;
+
+bool MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (!dir.empty()) mkdir(dir.c_str(), 0755);  // /run/perfcached: fine if it exists
+  unlink(path.c_str());
+  if (mkfifo(path.c_str(), mode) != 0) {
+    LOG_ERR("MI FIFO: mkfifo %s: %s", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  chmod(path.c_str(), mode);
+  return lstat(path.c_str(), st) == 0;
+}
+
+// The FIFO at `path` is still the one we made.
+bool SameFifo(const std::string& path, const struct stat& made) {
+  struct stat now;
+  return lstat(path.c_str(), &now) == 0 && S_ISFIFO(now.st_mode) && now.st_ino == made.st_ino &&
+         now.st_dev == made.st_dev;
+}
+
+void WriteReply(const std::string& reply_dir, const std::string& name, const std::string& line) {
+  std::string path = reply_dir + name;
+  if (path.size() >= 128) {
+    LOG_WARN("MI FIFO: reply path too long: %s", path.c_str());
+    return;
+  }
+  int fd = -1;
+  for (int i = 0; i < 4 && fd < 0; ++i) {
+    fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno != ENXIO) break;
+    if (fd < 0) usleep(80 * 1000);
+  }
+  if (fd < 0) {
+    LOG_WARN("MI FIFO: no client at %s (%s)", path.c_str(), std::strerror(errno));
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_nlink != 1) {
+    LOG_WARN("MI FIFO: %s is not a plain FIFO: not replying", path.c_str());
+    close(fd);
+    return;
+  }
+  // Blocking for the write, but bounded: a client that opened the reply
+  // FIFO and never reads would otherwise stall the MI process forever.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  size_t off = 0;
+  while (off < line.size()) {
+    pollfd p{fd, POLLOUT, 0};
+    if (poll(&p, 1, 2000) <= 0) {
+      LOG_WARN("MI FIFO: client at %s does not read its reply: dropped", path.c_str());
+      break;
+    }
+    ssize_t n = write(fd, line.data() + off, line.size() - off);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  close(fd);
+}
+
+}  // namespace
+
+namespace {
+// A setup failure is logged once; the process then idles until the daemon
+// stops (exiting would only make the supervisor restart it in a loop).
+void IdleUntilStop() {
+  while (!proc::StopRequested()) usleep(500 * 1000);
+}
+}  // namespace
+
+void RunMiFifo(proc::ModuleProcContext& pc) {
+  const proc::Config& cfg = *pc.cfg;
+  mi::Registry reg;
+  RegisterCommands(reg, pc);
+  mode_t mode = static_cast<mode_t>(std::strtol(cfg.mi_fifo_mode.c_str(), nullptr, 8));
+  if (mode == 0) mode = 0600;
+  struct stat made;
+  if (!MakeFifo(cfg.mi_fifo, mode, &made)) return IdleUntilStop();
+  int rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
+  if (rfd < 0 || wfd < 0) {
+    LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
+    return IdleUntilStop();
+  }
+  LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
+  std::string buf;
+  int idle_ms = 0;
+  while (!proc::StopRequested()) {
+    pollfd p{rfd, POLLIN, 0};
+    int rc = poll(&p, 1, 500);
+    if (rc <= 0) {
+      idle_ms += 500;
+      if (idle_ms >= 30000) {
+        idle_ms = 0;
+        if (!SameFifo(cfg.mi_fifo, made)) {
+          LOG_WARN("MI FIFO %s was removed or replaced: recreating it", cfg.mi_fifo.c_str());
+          close(rfd);
+          close(wfd);
+          if (!MakeFifo(cfg.mi_fifo, mode, &made)) return IdleUntilStop();
+          rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+          wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        }
+      }
+      continue;
+    }
+    idle_ms = 0;
+    char chunk[kFifoBuf];
+    size_t room = buf.size() < kFifoBuf ? kFifoBuf - buf.size() : 0;
+    if (room == 0) {
+      LOG_WARN("MI FIFO: request larger than %zu bytes dropped", kFifoBuf);
+      buf.clear();
+      room = kFifoBuf;
+    }
+    ssize_t n = read(rfd, chunk, room);
+    if (n <= 0) continue;
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t pos = 0;
+    for (;;) {
+      mi::Frame f;
+      mi::FrameResult r = mi::ParseFifoFrame(buf, &pos, &f);
+      if (r == mi::FrameResult::kNeedMore) break;
+      if (r == mi::FrameResult::kBadName) {
+        LOG_WARN("MI FIFO: forbidden reply name '%s': request dropped", f.reply_name.c_str());
+        continue;
+      }
+      if (r == mi::FrameResult::kGarbage) {
+        LOG_WARN("MI FIFO: input is not ':reply_name:{json}': dropped");
+        continue;
+      }
+      mi::Json reply = r == mi::FrameResult::kBadJson
+                           ? mi::ProcessText(reg, "{")  // the -32700 reply
+                           : mi::Dispatch(reg, f.request);
+      if (!f.reply_name.empty() && !reply.is_null()) {
+        WriteReply(cfg.mi_reply_dir, f.reply_name, mi::Serialize(reply));
+      }
+    }
+    buf.erase(0, pos);
+  }
+  close(rfd);
+  close(wfd);
+  unlink(cfg.mi_fifo.c_str());
+}
+
+}  // namespace modules::mi_door

@@ -1,0 +1,129 @@
+# perfcached — MI over the FIFO, as opensips-cli drives it (mi_fifo framing).
+# Copyright (c) 2026 the perfcached authors.
+import json
+import os
+import threading
+import time
+import unittest
+
+import redis
+
+from harness import Daemon
+
+
+class MiFifo(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(workers=1)
+        deadline = time.time() + 10
+        while not os.path.exists(cls.d.fifo) and time.time() < deadline:
+            time.sleep(0.05)
+        cls.n = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        assert rc == 0, rc
+        assert not os.path.exists(cls.d.fifo), "FIFO left behind"
+
+    def raw(self, payload, reply=True, timeout=5.0):
+        """Write one request the way opensips-cli does; return the reply line."""
+        MiFifo.n += 1
+        name = "perfcached_test_reply_%d_%d" % (os.getpid(), MiFifo.n)
+        path = os.path.join(self.d.workdir, name)
+        os.mkfifo(path, 0o666)
+        out = {}
+
+        def reader():
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            data = b""
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    time.sleep(0.01)
+                    continue
+                if chunk:
+                    data += chunk
+                elif data:
+                    break
+                else:
+                    time.sleep(0.01)
+            os.close(fd)
+            out["data"] = data
+
+        t = threading.Thread(target=reader)
+        t.start()
+        time.sleep(0.05)  # the reply FIFO has a reader before the request goes out
+        with open(self.d.fifo, "wb", buffering=0) as f:
+            f.write((":%s:" % (name if reply else "")).encode() + payload)
+        t.join(timeout + 1)
+        os.unlink(path)
+        return out.get("data", b"")
+
+    def call(self, method, params=None):
+        req = {"jsonrpc": "2.0", "id": "266", "method": method, "params": params if params is not None else {}}
+        line = self.raw(json.dumps(req).encode())
+        self.assertNotIn(b"\n", line)  # one compact line: what opensips-cli's readline() needs
+        return json.loads(line)
+
+    def test_which_lists_bare_and_qualified(self):
+        names = self.call("which")["result"]
+        for n in ("perf_keys", "perfcached:perf_keys", "uptime", "core:uptime", "perf_stats"):
+            self.assertIn(n, names)
+        self.assertIn(["glob", "collection", "limit"], self.call("which", {"command": "perf_keys"})["result"])
+
+    def test_perf_commands_over_fifo(self):
+        r = redis.Redis(port=self.d.port, socket_timeout=5)
+        r.set("sess-a", "A", ex=100)
+        r.set("sess-b", "B")
+        self.assertEqual(self.call("perf_set", ["k1", "v1", "60"])["result"], "OK")
+        self.assertEqual(r.get("k1"), b"v1")
+        got = self.call("perf_get", {"key": "k1"})["result"]
+        self.assertEqual((got["value"], got["size"]), ("v1", 2))
+        self.assertTrue(0 < got["ttl"] <= 60)
+        keys = self.call("perf_keys", ["sess-*"])["result"]
+        self.assertEqual(sorted(k["key"] for k in keys["keys"]), ["sess-a", "sess-b"])
+        keys = self.call("perf_keys", ["sess-*", "0", "1"])["result"]
+        self.assertEqual(keys["returned"], 1)
+        self.assertIn("note", keys)
+        self.assertEqual(self.call("perf_ttl", ["sess-*", "0"])["result"]["updated"], 1)
+        self.assertEqual(r.ttl("sess-a"), -1)
+        self.assertEqual(self.call("perf_del", ["sess-*"])["result"]["deleted"], 2)
+        self.assertIsNone(r.get("sess-a"))
+        err = self.call("perf_get", {"key": "nope"})["error"]
+        self.assertEqual((err["code"], err["message"]), (404, "key not found"))
+        err = self.call("perf_get", {"key": "k1", "collection": "nosuch"})["error"]
+        self.assertEqual((err["code"], err["message"]), (404, "no such collection"))
+        stats = self.call("perfcached:perf_stats", ["0"])["result"]
+        self.assertEqual(stats["collections"][0]["name"], "0")
+        self.assertIn("tier", stats["arena"])
+        self.assertGreaterEqual(len(self.call("ps")["result"]["Processes"]), 4)
+        self.assertIn("Up time", self.call("core:uptime")["result"])
+
+    def test_malformed_requests_get_answers_and_daemon_keeps_serving(self):
+        self.assertEqual(json.loads(self.raw(b"{not json"))["error"]["code"], -32700)
+        self.assertEqual(self.call("nosuch")["error"]["code"], -32601)
+        err = self.call("perf_set", ["only-key"])["error"]
+        self.assertEqual((err["code"], err["data"]), (-32602, "Too few or too many parameters"))
+        err = self.call("perf_keys", {"pattern": "x"})["error"]
+        self.assertEqual(err["data"], "Named parameters do not match")
+        line = self.raw(b'{"jsonrpc":"1.0","id":1,"method":"which"}')
+        self.assertEqual(json.loads(line)["error"]["code"], -32600)
+        # A forbidden reply name: no reply, request dropped, and the next one works.
+        with open(self.d.fifo, "wb", buffering=0) as f:
+            f.write(b':../../etc/x:{"jsonrpc":"2.0","id":1,"method":"which"}')
+        # A client that never opens its reply FIFO: the daemon gives up and carries on.
+        with open(self.d.fifo, "wb", buffering=0) as f:
+            f.write(b':nobody_reads_this:{"jsonrpc":"2.0","id":1,"method":"which"}')
+        # An oversize request (> 4096 bytes) is dropped.
+        with open(self.d.fifo, "wb", buffering=0) as f:
+            f.write(b':big:{"jsonrpc":"2.0","id":1,"method":"perf_set","params":["k","' + b"x" * 9000 + b'"]}')
+        self.assertIn("perf_keys", self.call("which")["result"])
+        self.assertIn("which: the MI kept serving", "which: the MI kept serving")
+        self.assertIn("forbidden reply name", self.d.read_log())
+
+
+if __name__ == "__main__":
+    unittest.main()

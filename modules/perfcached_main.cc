@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
     delete d->server;
     delete d;
   };
-  if (!cfg.mi_fifo.empty()) {
-    hooks.procs.push_back(proc::ModuleProc{"MI FIFO", &modules::mi_door::RunMiFifo});
+  if (!cfg.mi_fifo.empty() || !cfg.mi_datagram.empty()) {
+    hooks.procs.push_back(proc::ModuleProc{"MI", &modules::mi_door::RunMi});
   }
   proc::DaemonOptions o;
   o.foreground = foreground;

@@ -132,6 +132,7 @@ const ParamSpec kParams[] = {
     STR_ROW("mi", fifo_mode, mi_fifo_mode, "MI FIFO permissions (octal)"),
     STR_ROW("mi", reply_dir, mi_reply_dir,
             "directory of the clients' reply FIFOs (prefixed verbatim: keep the trailing /)"),
+    STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
 };

@@ -10,7 +10,9 @@ namespace modules::mi_door {
 // Register the commands this build serves (core + perf_*), bound to the
 // calling process's engine context.
 void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc);
-// The MI FIFO process body; returns when the daemon stops.
-void RunMiFifo(proc::ModuleProcContext& pc);
+// The MI process body (FIFO and datagram transports); returns when the
+// daemon stops. A transport that cannot be set up is logged and left off;
+// the process stays up (exiting would make the supervisor restart it).
+void RunMi(proc::ModuleProcContext& pc);
 
 }  // namespace modules::mi_door

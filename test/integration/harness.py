@@ -67,6 +67,7 @@ class Daemon:
         self.fifo = os.path.join(self.workdir, "perfcached_fifo")
         args = [BIN, "-D", "-o", f"listen.resp={host}:{self.port}",
                 "-o", f"mi.fifo_name={self.fifo}", "-o", f"mi.reply_dir={self.workdir}/",
+                "-o", f"mi.datagram={self.workdir}/mi.sock",
                 "-o", f"daemon.workers={workers}", "-o", f"memory.arena_mb={arena_mb}",
                 "-o", "memory.hugepages=off"]
         if config is not None:

@@ -2,6 +2,7 @@
 # Copyright (c) 2026 the perfcached authors.
 import json
 import os
+import socket
 import threading
 import time
 import unittest
@@ -123,6 +124,48 @@ class MiFifo(unittest.TestCase):
         self.assertIn("perf_keys", self.call("which")["result"])
         self.assertIn("which: the MI kept serving", "which: the MI kept serving")
         self.assertIn("forbidden reply name", self.d.read_log())
+
+
+class MiDatagram(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(workers=1)
+        cls.sock_path = os.path.join(cls.d.workdir, "mi.sock")
+        deadline = time.time() + 10
+        while not os.path.exists(cls.sock_path) and time.time() < deadline:
+            time.sleep(0.05)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def dgram(self, payload):
+        me = os.path.join(self.d.workdir, "client-%d-%d.sock" % (os.getpid(), threading.get_ident()))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.bind(me)
+        s.settimeout(5)
+        try:
+            s.sendto(payload, self.sock_path)
+            return s.recv(65536)
+        finally:
+            s.close()
+            os.unlink(me)
+
+    def call(self, method, params=None):
+        req = {"jsonrpc": "2.0", "id": 7, "method": method}
+        if params is not None:
+            req["params"] = params
+        return json.loads(self.dgram(json.dumps(req).encode()))
+
+    def test_commands_and_errors(self):
+        self.assertIn("perf_get", self.call("which")["result"])
+        self.assertEqual(self.call("perf_set", {"key": "dg", "value": "gram"})["result"], "OK")
+        self.assertEqual(self.call("perf_get", ["dg"])["result"]["value"], "gram")
+        self.assertEqual(json.loads(self.dgram(b"{oops"))["error"]["code"], -32700)
+        self.assertEqual(self.call("nosuch")["error"]["code"], -32601)
+        err = self.call("perf_keys", ["a", "b", "c", "d"])["error"]
+        self.assertEqual(err["data"], "Too few or too many parameters")
+        self.assertIn("Up time", self.call("uptime")["result"])
 
 
 if __name__ == "__main__":

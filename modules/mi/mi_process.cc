@@ -1,20 +1,26 @@
-// perfcached — the MI FIFO transport (OpenSIPS mi_fifo framing), run in its own process.
+// perfcached — the MI process: the FIFO transport (OpenSIPS mi_fifo framing)
+// and the UNIX datagram transport (mi_datagram), served by one process.
 // Copyright (c) 2026 the perfcached authors.
 //
-// How it works (../shared/reference/opensips-mi.md §1.1): the process makes
-// the FIFO (mkfifo + chmod), opens it for reading and keeps its own write
-// end open so that clients opening and closing it never cause EOF. Each
-// wake-up does one read of at most 4096 bytes minus what is buffered;
-// every complete ":reply_name:{json}" frame in the buffer is served in
-// order. A reply goes to reply_dir + reply_name: opened write-only and
-// non-blocking (4 retries 80 ms apart while nobody reads it), checked to be
-// a real FIFO (not a symlink, one link), made blocking, one compact line
-// written, closed. Unparseable JSON with a usable reply name is answered
-// -32700 (OpenSIPS stays silent there and opensips-cli hangs). Every 30 s
-// of idleness the FIFO is checked and recreated if it was removed.
+// FIFO (../shared/reference/opensips-mi.md §1.1): the process makes the
+// FIFO (mkfifo + chmod), opens it for reading and keeps its own write end
+// open so that clients opening and closing it never cause EOF. Each wake-up
+// does one read of at most 4096 bytes minus what is buffered; every
+// complete ":reply_name:{json}" frame in the buffer is served in order. A
+// reply goes to reply_dir + reply_name: opened write-only and non-blocking
+// (4 retries 80 ms apart while nobody reads it), checked to be a real FIFO
+// (not a symlink, one link), made blocking, one compact line written,
+// closed. Unparseable JSON with a usable reply name is answered -32700
+// (OpenSIPS stays silent there and opensips-cli hangs). Every 30 s of
+// idleness the FIFO is checked and recreated if it was removed.
+//
+// Datagram (§1.2): one JSON-RPC object per datagram (up to 65457 bytes);
+// the reply goes back to the sender's address in one datagram.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -92,44 +98,85 @@ void WriteReply(const std::string& reply_dir, const std::string& name, const std
 }  // namespace
 
 namespace {
-// A setup failure is logged once; the process then idles until the daemon
-// stops (exiting would only make the supervisor restart it in a loop).
-void IdleUntilStop() {
-  while (!proc::StopRequested()) usleep(500 * 1000);
+
+constexpr size_t kDatagramMax = 65457;
+
+int OpenDatagram(const std::string& path) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.size() >= sizeof sa.sun_path) {
+    LOG_ERR("MI datagram: path too long: %s", path.c_str());
+    return -1;
+  }
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (!dir.empty()) mkdir(dir.c_str(), 0755);
+  std::memcpy(sa.sun_path, path.c_str(), path.size());
+  unlink(path.c_str());
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    LOG_ERR("MI datagram: bind %s: %s", path.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  chmod(path.c_str(), 0660);
+  int sz = 1 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+  return fd;
 }
+
+void ServeDatagram(int fd, const mi::Registry& reg) {
+  static char buf[kDatagramMax + 1];
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage from{};
+    socklen_t fl = sizeof from;
+    ssize_t n = recvfrom(fd, buf, kDatagramMax, 0, reinterpret_cast<sockaddr*>(&from), &fl);
+    if (n < 0) return;  // EAGAIN: drained
+    mi::Json reply = mi::ProcessText(reg, std::string_view(buf, static_cast<size_t>(n)));
+    if (reply.is_null() || fl <= sizeof(sa_family_t)) continue;  // notification / unnamed sender
+    std::string line = mi::Serialize(reply);
+    if (sendto(fd, line.data(), line.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), fl) < 0) {
+      LOG_WARN("MI datagram: reply of %zu bytes not sent: %s", line.size(), std::strerror(errno));
+    }
+  }
+}
+
 }  // namespace
 
-void RunMiFifo(proc::ModuleProcContext& pc) {
+void RunMi(proc::ModuleProcContext& pc) {
   const proc::Config& cfg = *pc.cfg;
   mi::Registry reg;
   RegisterCommands(reg, pc);
+  int dfd = cfg.mi_datagram.empty() ? -1 : OpenDatagram(cfg.mi_datagram);
+  if (dfd >= 0) LOG_INFO("MI datagram on %s", cfg.mi_datagram.c_str());
   mode_t mode = static_cast<mode_t>(std::strtol(cfg.mi_fifo_mode.c_str(), nullptr, 8));
   if (mode == 0) mode = 0600;
   struct stat made;
-  if (!MakeFifo(cfg.mi_fifo, mode, &made)) return IdleUntilStop();
-  int rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  int wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
-  if (rfd < 0 || wfd < 0) {
-    LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
-    return IdleUntilStop();
+  int rfd = -1, wfd = -1;
+  if (!cfg.mi_fifo.empty() && MakeFifo(cfg.mi_fifo, mode, &made)) {
+    rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
+    if (rfd < 0 || wfd < 0) LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
+    else LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
   }
-  LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
   std::string buf;
   int idle_ms = 0;
   while (!proc::StopRequested()) {
-    pollfd p{rfd, POLLIN, 0};
-    int rc = poll(&p, 1, 500);
-    if (rc <= 0) {
+    pollfd p[2] = {{rfd, POLLIN, 0}, {dfd, POLLIN, 0}};
+    int rc = poll(p, 2, 500);
+    if (dfd >= 0 && rc > 0 && (p[1].revents & POLLIN)) ServeDatagram(dfd, reg);
+    if (rfd < 0 || rc <= 0 || !(p[0].revents & POLLIN)) {
       idle_ms += 500;
-      if (idle_ms >= 30000) {
+      if (rfd >= 0 && idle_ms >= 30000) {
         idle_ms = 0;
         if (!SameFifo(cfg.mi_fifo, made)) {
           LOG_WARN("MI FIFO %s was removed or replaced: recreating it", cfg.mi_fifo.c_str());
           close(rfd);
           close(wfd);
-          if (!MakeFifo(cfg.mi_fifo, mode, &made)) return IdleUntilStop();
-          rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-          wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+          rfd = wfd = -1;
+          if (MakeFifo(cfg.mi_fifo, mode, &made)) {
+            rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+            wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+          }
         }
       }
       continue;
@@ -167,9 +214,13 @@ void RunMiFifo(proc::ModuleProcContext& pc) {
     }
     buf.erase(0, pos);
   }
-  close(rfd);
-  close(wfd);
-  unlink(cfg.mi_fifo.c_str());
+  if (rfd >= 0) close(rfd);
+  if (wfd >= 0) close(wfd);
+  if (!cfg.mi_fifo.empty()) unlink(cfg.mi_fifo.c_str());
+  if (dfd >= 0) {
+    close(dfd);
+    unlink(cfg.mi_datagram.c_str());
+  }
 }
 
 }  // namespace modules::mi_door

@@ -394,6 +394,11 @@ bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out) {
   return true;
 }
 
+void ResetCollectionStat(Ctx& c, const TableRef& t, Stat s) {
+  if (s == kStatCreated || s == kStatDestroyed) return;  // they make the entries gauge
+  t.h->stat_base[s].store(SumStat(c, t, s));
+}
+
 void ResetCollectionStats(Ctx& c, const TableRef& t) {
   for (int s = 0; s < kStatCount; ++s) {
     t.h->stat_base[s].store(SumStat(c, t, static_cast<Stat>(s)));

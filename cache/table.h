@@ -167,6 +167,7 @@ struct CollectionInfo {
 std::vector<CollectionInfo> ListCollections(Ctx& c);
 bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out);
 void ResetCollectionStats(Ctx& c, const TableRef& t);
+void ResetCollectionStat(Ctx& c, const TableRef& t, Stat s);
 uint64_t CollectionEntries(const Ctx& c, const TableRef& t);
 uint64_t SumStat(const Ctx& c, const TableRef& t, Stat s);
 

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   proc::Config cfg;
+  cfg.argv.assign(argv, argv + argc);
   std::string err;
   if (!file.empty() && !proc::LoadConfigFile(file, &cfg, &err)) {
     std::fprintf(stderr, "perfcached: %s\n", err.c_str());

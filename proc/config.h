@@ -56,6 +56,7 @@ struct Config {
   std::vector<CollectionConfig> collections;
 
   std::string source = "(embedded default)";
+  std::vector<std::string> argv;  // the command line (MI `arg`)
 };
 
 enum class ParamType { kInt, kBool, kString, kList, kSecret };

@@ -10,6 +10,8 @@
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "modules/mi/mi_module.h"
+#include "modules/mi/mi_stats.h"
+#include "mem/slab.h"
 #include "proc/log.h"
 
 namespace modules::mi_door {
@@ -180,6 +182,98 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
     return mi::MiOk();
   });
 
+  Add(r, "core", "arg", "the daemon's command line", {{}}, [e](const Params&) {
+    return mi::MiResult(e->pc.cfg->argv);
+  });
+  Add(r, "core", "mem_shm_dump", "shared arena report: tier, groups, slab classes, large objects",
+      {{}}, [e](const Params&) {
+        mem::Arena& a = e->pc.ctx->arena;
+        const mem::ArenaHeader& h = *a.hdr();
+        Json kinds = Json::object();
+        const char* names[] = {"free", "meta", "region", "slab", "large", "large", "released"};
+        for (uint32_t g = 0; g < h.hwm_groups; ++g) {
+          auto k = static_cast<size_t>(mem::Arena::EntryKind(a.GroupEntry(g)));
+          if (k < std::size(names)) kinds[names[k]] = kinds.value(names[k], 0) + 1;
+        }
+        Json classes = Json::array();
+        for (int c = 0; c < mem::kNumClasses; ++c) {
+          const mem::SlabPool* p = mem::PoolAt(a, c);
+          uint64_t chunks = p->chunks.load();
+          if (chunks == 0) continue;
+          classes.push_back(Json{{"cell", mem::kClassSize[c]},
+                                 {"chunks", chunks},
+                                 {"cells", p->cells_total.load()},
+                                 {"pool_free", __atomic_load_n(&p->count, __ATOMIC_RELAXED)}});
+        }
+        return mi::MiResult(Json{{"tier", mem::TierName(a.tier())},
+                                 {"tier_note", a.tier_note()},
+                                 {"cap_bytes", a.cap_bytes()},
+                                 {"populated_bytes", a.populated_bytes()},
+                                 {"committed_bytes", a.committed_bytes()},
+                                 {"used_bytes", a.used_bytes()},
+                                 {"locked", h.locked != 0},
+                                 {"groups_2mb", kinds},
+                                 {"large_objects", h.large_objects.load()},
+                                 {"large_bytes", h.large_bytes.load()},
+                                 {"nomem_events", h.nomem_events.load()},
+                                 {"slab_classes", classes}});
+      });
+  Add(r, "core", "get_statistics", "statistics as {\"group:name\": value}; \"all\", \"group:\" or names",
+      {{"statistics"}}, [e](const Params& p) {
+        std::vector<std::string> want;
+        std::string err;
+        if (!p.GetArray("statistics", &want, &err)) return mi::MiParamError(err);
+        auto all = CollectStats(e->pc);
+        Json out = Json::object();
+        for (const auto& w : want) {
+          for (const auto& s : all) {
+            bool match = w == "all" || (w.back() == ':' && w.substr(0, w.size() - 1) == s.group) ||
+                         w == s.group + ":" + s.name || cache::GlobMatch(w, s.name, true);
+            if (!match) continue;
+            std::string k = s.group + ":" + s.name;
+            if (s.value == static_cast<double>(static_cast<int64_t>(s.value))) {
+              out[k] = static_cast<int64_t>(s.value);
+            } else {
+              out[k] = s.value;
+            }
+            if (w != "all" && w.back() != ':' && w.find(':') == std::string::npos) break;  // first match
+          }
+        }
+        if (out.empty()) return mi::MiError(404, "Statistics Not Found");
+        return mi::MiResult(out);
+      });
+  Add(r, "core", "list_statistics", "every statistic and whether it is a counter", {{}, {"statistics"}},
+      [e](const Params& p) {
+        std::vector<std::string> want;
+        std::string err;
+        if (p.Has("statistics") && !p.GetArray("statistics", &want, &err)) return mi::MiParamError(err);
+        Json out = Json::object();
+        for (const auto& s : CollectStats(e->pc)) {
+          bool match = want.empty();
+          for (const auto& w : want) {
+            match |= w == "all" || (w.back() == ':' && w.substr(0, w.size() - 1) == s.group) ||
+                     w == s.name;
+          }
+          if (match) out[s.group + ":" + s.name] = s.incremental ? "incremental" : "non-incremental";
+        }
+        if (out.empty()) return mi::MiError(404, "Statistics Not Found");
+        return mi::MiResult(out);
+      });
+  Add(r, "core", "reset_statistics", "re-baseline counters by bare name (gauges are not touched)",
+      {{"statistics"}}, [e](const Params& p) {
+        std::vector<std::string> want;
+        std::string err;
+        if (!p.GetArray("statistics", &want, &err)) return mi::MiParamError(err);
+        bool any = false;
+        for (const auto& w : want) any |= ResetStat(e->pc, w);
+        if (!any) return mi::MiError(404, "Statistics Not Found");
+        return mi::MiOk();
+      });
+  Add(r, "core", "reset_all_statistics", "re-baseline every counter", {{}}, [e](const Params&) {
+    ResetAllStats(e->pc);
+    return mi::MiOk();
+  });
+
   // ---- perf_* ----
   Add(r, "perfcached", "perf_collections", "list collections", {{}}, [e](const Params&) {
     Json list = Json::array();
@@ -325,6 +419,89 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   Add(r, "perfcached", "perf_dump", "as perf_keys, with values",
       {{"glob"}, {"glob", "collection"}, {"glob", "collection", "limit"}},
       [keys_cmd](const Params& p) { return keys_cmd(p, true); });
+  Add(r, "perfcached", "perf_scan",
+      "one SCAN step: cursor 0 starts, a returned cursor 0 means done; count = buckets per call",
+      {{"cursor"}, {"cursor", "glob"}, {"cursor", "glob", "count"}, {"cursor", "glob", "count", "collection"}},
+      [e](const Params& p) {
+        cache::TableRef t;
+        Response err;
+        std::string glob = "*", msg;
+        int64_t cursor, count = 100;
+        if (!p.GetInt("cursor", &cursor, &msg) || (p.Has("glob") && !p.GetString("glob", &glob, &msg)) ||
+            (p.Has("count") && !p.GetInt("count", &count, &msg))) {
+          return mi::MiParamError(msg);
+        }
+        if (cursor < 0 || count <= 0 || count > 100000) return mi::MiParamError("Bad type for parameter 'count'");
+        if (!Table(*e, p, &t, &err)) return err;
+        cache::ScanFilter f;
+        if (glob != "*") f.glob = glob;
+        Json keys = Json::array();
+        int64_t now = cache::NowMs(*e->pc.ctx);
+        uint64_t next = 0;
+        mem::Status s = cache::ScanStep(*e->pc.ctx, t, static_cast<uint64_t>(cursor), static_cast<uint32_t>(count), f,
+                                        [&](const cache::ScanItem& it) {
+                                          keys.push_back(Json{{"key", std::string(it.key)},
+                                                              {"ttl", TtlSeconds(it.info, now)}});
+                                        },
+                                        &next);
+        if (s == mem::Status::kInvalid) return mi::MiError(400, "invalid cursor");
+        if (s != mem::Status::kOk) return mi::MiError(500, "internal error");
+        return mi::MiResult(Json{{"keys", keys}, {"cursor", next}, {"returned", keys.size()}});
+      });
+  auto admin = [e](const char* what) -> Response {
+    (void)what;
+    return mi::MiError(400, "collection management is disabled (set [daemon] allow_create = yes)");
+  };
+  Add(r, "perfcached", "perf_create", "create a collection (needs [daemon] allow_create)",
+      {{"name"}, {"name", "buckets"}}, [e, admin](const Params& p) {
+        if (!e->pc.cfg->allow_create) return admin("create");
+        std::string name, msg;
+        int64_t buckets = 1024;
+        if (!p.GetString("name", &name, &msg) || (p.Has("buckets") && !p.GetInt("buckets", &buckets, &msg))) {
+          return mi::MiParamError(msg);
+        }
+        if (buckets < 16 || buckets > (1 << 25)) return mi::MiParamError("Bad type for parameter 'buckets'");
+        cache::CollectionOptions o;
+        o.buckets = static_cast<uint32_t>(buckets);
+        mem::Status s = cache::CreateCollection(*e->pc.ctx, name, o, nullptr);
+        if (s == mem::Status::kExists) return mi::MiError(400, "collection exists");
+        if (s == mem::Status::kInvalid) return mi::MiError(400, "bad collection name");
+        if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
+        return mi::MiOk();
+      });
+  Add(r, "perfcached", "perf_resize", "set a collection's size; it grows or shrinks toward it",
+      {{"name", "buckets"}}, [e, admin](const Params& p) {
+        if (!e->pc.cfg->allow_create) return admin("resize");
+        std::string name, msg;
+        int64_t buckets;
+        if (!p.GetString("name", &name, &msg) || !p.GetInt("buckets", &buckets, &msg)) return mi::MiParamError(msg);
+        if (buckets < 16 || buckets > (1 << 25)) return mi::MiParamError("Bad type for parameter 'buckets'");
+        mem::Status s = cache::ResizeCollection(*e->pc.ctx, name, static_cast<uint32_t>(buckets));
+        if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
+        if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
+        return mi::MiOk();
+      });
+  Add(r, "perfcached", "perf_rename", "rename a collection", {{"name", "new_name"}},
+      [e, admin](const Params& p) {
+        if (!e->pc.cfg->allow_create) return admin("rename");
+        std::string name, to, msg;
+        if (!p.GetString("name", &name, &msg) || !p.GetString("new_name", &to, &msg)) return mi::MiParamError(msg);
+        mem::Status s = cache::RenameCollection(*e->pc.ctx, name, to);
+        if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
+        if (s == mem::Status::kExists) return mi::MiError(400, "collection exists");
+        if (s != mem::Status::kOk) return mi::MiError(400, std::string(mem::StatusName(s)));
+        return mi::MiOk();
+      });
+  Add(r, "perfcached", "perf_drop", "drop a collection and every key in it", {{"name"}},
+      [e, admin](const Params& p) {
+        if (!e->pc.cfg->allow_create) return admin("drop");
+        std::string name, msg;
+        if (!p.GetString("name", &name, &msg)) return mi::MiParamError(msg);
+        mem::Status s = cache::DropCollection(*e->pc.ctx, name);
+        if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
+        if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
+        return mi::MiOk();
+      });
   Add(r, "perfcached", "perf_ttl", "set the TTL (seconds, 0 = persist) of the keys matching a glob",
       {{"glob", "ttl"}, {"glob", "ttl", "collection"}}, [e](const Params& p) {
         cache::TableRef t;

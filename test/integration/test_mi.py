@@ -167,6 +167,88 @@ class MiDatagram(unittest.TestCase):
         self.assertEqual(err["data"], "Too few or too many parameters")
         self.assertIn("Up time", self.call("uptime")["result"])
 
+    def test_statistics(self):
+        r = redis.Redis(port=self.d.port, socket_timeout=5)
+        for i in range(50):
+            r.set("st:%d" % i, "v")
+            r.get("st:%d" % i)
+        r.get("st:missing")
+        allstats = self.call("get_statistics", [["all"]])["result"]
+        self.assertGreaterEqual(allstats["perfcached:entries"], 50)
+        self.assertGreaterEqual(allstats["perfcached:hits"], 50)
+        self.assertGreaterEqual(allstats["resp:commands"], 101)
+        self.assertIn("arena:used_bytes", allstats)
+        group = self.call("get_statistics", {"statistics": ["perfcached_0:"]})["result"]
+        self.assertTrue(all(k.startswith("perfcached_0:") for k in group))
+        one = self.call("get_statistics", [["misses"]])["result"]
+        self.assertEqual(list(one), ["perfcached:misses"])
+        err = self.call("get_statistics", [["no_such_stat"]])["error"]
+        self.assertEqual((err["code"], err["message"]), (404, "Statistics Not Found"))
+        err = self.call("get_statistics", ["hits"])["error"]  # must be an array
+        self.assertEqual(err["data"], "Bad type for parameter 'statistics'")
+        kinds = self.call("list_statistics")["result"]
+        self.assertEqual(kinds["perfcached:hits"], "incremental")
+        self.assertEqual(kinds["perfcached:entries"], "non-incremental")
+        self.assertEqual(self.call("reset_statistics", [["hits"]])["result"], "OK")
+        after = self.call("get_statistics", [["perfcached:hits", "perfcached:entries"]])["result"]
+        self.assertLess(after["perfcached:hits"], 5)
+        self.assertGreaterEqual(after["perfcached:entries"], 50)  # a gauge is never reset
+        self.assertEqual(self.call("reset_all_statistics")["result"], "OK")
+
+    def test_scan_dump_probe_shm(self):
+        r = redis.Redis(port=self.d.port, socket_timeout=5)
+        for i in range(300):
+            r.set("sc:%d" % i, "v%d" % i)
+        seen, cursor, steps = set(), 0, 0
+        while True:
+            res = self.call("perf_scan", [cursor, "sc:*", "7"])["result"]
+            seen.update(k["key"] for k in res["keys"])
+            cursor = res["cursor"]
+            steps += 1
+            if cursor == 0 or steps > 10000:
+                break
+        self.assertEqual(len(seen), 300)
+        dump = self.call("perf_dump", ["sc:1?", "0", "100"])["result"]
+        self.assertEqual({k["key"]: k["value"] for k in dump["keys"]}["sc:12"], "v12")
+        probe = self.call("perf_probe", ["sc:5"])["result"]
+        self.assertEqual(probe, {"key": "sc:5", "size": 2, "ttl": -1})
+        shm = self.call("mem_shm_dump")["result"]
+        self.assertIn("slab_classes", shm)
+        self.assertGreater(shm["used_bytes"], 0)
+        self.assertIn("-D", self.call("arg")["result"])
+        err = self.call("perf_create", ["newcoll"])["error"]
+        self.assertEqual(err["code"], 400)
+
+
+class MiAdmin(unittest.TestCase):
+    def test_create_resize_rename_drop(self):
+        d = Daemon(workers=1, overrides=("daemon.allow_create=yes",))
+        sock = os.path.join(d.workdir, "mi.sock")
+        deadline = time.time() + 10
+        while not os.path.exists(sock) and time.time() < deadline:
+            time.sleep(0.05)
+        helper = MiDatagram("test_commands_and_errors")
+        helper.d, helper.sock_path = d, sock
+        try:
+            self.assertEqual(helper.call("perf_create", ["sessions", "64"])["result"], "OK")
+            self.assertEqual(helper.call("perf_create", ["sessions"])["error"]["message"], "collection exists")
+            self.assertEqual(helper.call("perf_set", ["k", "v", "0", "sessions"])["result"], "OK")
+            self.assertEqual(helper.call("perf_resize", ["sessions", "4096"])["result"], "OK")
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                cols = {c["name"]: c for c in helper.call("perf_collections")["result"]["collections"]}
+                if cols["sessions"]["buckets"] >= 4096:
+                    break
+                time.sleep(0.2)
+            self.assertGreaterEqual(cols["sessions"]["buckets"], 4096)  # the timer grew it
+            self.assertEqual(helper.call("perf_rename", ["sessions", "s2"])["result"], "OK")
+            self.assertEqual(helper.call("perf_get", ["k", "s2"])["result"]["value"], "v")
+            self.assertEqual(helper.call("perf_drop", ["s2"])["result"], "OK")
+            self.assertEqual(helper.call("perf_get", ["k", "s2"])["error"]["message"], "no such collection")
+            self.assertEqual(helper.call("perf_drop", ["s2"])["error"]["code"], 404)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -47,6 +47,7 @@ DAEMON_SRCS := $(PROC_SRCS) $(NET_SRCS) $(MI_SRCS) $(MODULES_SRCS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.cc=$(BUILD)/%.o)
 DAEMON_LIB := $(BUILD)/libperfdaemon.a
 DAEMON_BIN := bin/perfcached
+CLI_BIN := bin/perfcli
 EVENT_LIBS := $(shell pkg-config --libs libevent_core 2>/dev/null || echo -levent_core)
 UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
@@ -66,7 +67,7 @@ $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETT
 .PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration \
         check-deps format-check clean run
 
-all: $(ENGINE_LIB) $(DAEMON_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
+all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
 
 $(BUILD)/%.o: %.cc $(SETTINGS)
 	@mkdir -p $(dir $@)
@@ -85,6 +86,11 @@ $(DAEMON_BIN): $(BUILD)/$(DAEMON_MAIN:.cc=.o) $(DAEMON_LIB) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK   $@")
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
+
+$(CLI_BIN): $(BUILD)/modules/perfcli_main.o $(BUILD)/mi/mi.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(UNIT_BIN): $(UNIT_OBJS) $(DAEMON_LIB) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
@@ -183,5 +189,5 @@ run: deps
 clean:
 	rm -rf build build-asan build-tsan bench/engine bin
 
--include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d)
+-include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d) $(BUILD)/modules/perfcli_main.d
 -include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

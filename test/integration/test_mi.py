@@ -3,13 +3,16 @@
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 import unittest
 
 import redis
 
-from harness import Daemon
+from harness import ROOT, Daemon
+
+PERFCLI = os.path.join(ROOT, "bin", "perfcli")
 
 
 class MiFifo(unittest.TestCase):
@@ -218,6 +221,43 @@ class MiDatagram(unittest.TestCase):
         self.assertIn("-D", self.call("arg")["result"])
         err = self.call("perf_create", ["newcoll"])["error"]
         self.assertEqual(err["code"], 400)
+
+
+class PerfCli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(workers=1)
+        deadline = time.time() + 10
+        while not os.path.exists(cls.d.fifo) and time.time() < deadline:
+            time.sleep(0.05)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def cli(self, *args, via_fifo=True):
+        where = ["--fifo", self.d.fifo, "--reply-dir", self.d.workdir] if via_fifo else \
+            ["--datagram", os.path.join(self.d.workdir, "mi.sock")]
+        return subprocess.run([PERFCLI, *where, *args], capture_output=True, text=True, timeout=20)
+
+    def test_cli(self):
+        p = self.cli("mi", "perf_set", "key=cli", "value=x", "ttl=60")
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "OK"))
+        p = self.cli("mi", "perf_get", "cli")
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(json.loads(p.stdout)["value"], "x")
+        p = self.cli("-r", "mi", "perf_keys", "cl*", "0", "10", via_fifo=False)
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(p.stdout.count("\n"), 1)  # raw: one line
+        p = self.cli("mi", "get_statistics", "perfcached:entries")
+        self.assertEqual(json.loads(p.stdout)["perfcached:entries"], 1)
+        p = self.cli("mi", "perf_get", "nope")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("key not found", p.stderr)
+        p = subprocess.run([PERFCLI, "--fifo", "/nonexistent/fifo", "mi", "uptime"],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot open", p.stderr)
 
 
 class MiAdmin(unittest.TestCase):

@@ -1,0 +1,201 @@
+// perfcached — perfcli: the command-line client (MI over the FIFO or the datagram socket).
+// Copyright (c) 2026 the perfcached authors.
+//
+//   perfcli mi CMD [value ...]          positional params (sent as strings, as opensips-cli does)
+//   perfcli mi CMD name=value ...       named params
+//   options: --fifo PATH (default /run/perfcached/perfcached_fifo), --reply-dir DIR (/tmp/),
+//            --datagram PATH, -r (raw one-line JSON), -t SECONDS (timeout, default 5)
+// Exit 0 with the result on stdout; 1 with the JSON-RPC error on stderr; 2
+// when the daemon cannot be reached or does not answer in time.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mi/mi.h"
+
+namespace {
+
+using mi::Json;
+
+int64_t NowMs() {
+  timeval tv;
+  gettimeofday(&tv, nullptr);
+  return int64_t{tv.tv_sec} * 1000 + tv.tv_usec / 1000;
+}
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: perfcli [--fifo PATH | --datagram PATH] [--reply-dir DIR] [-r] [-t SECONDS]\n"
+               "               mi COMMAND [value ... | name=value ...]\n"
+               "  e.g. perfcli mi which\n"
+               "       perfcli mi perf_keys 'sess-*' sessions 50\n"
+               "       perfcli mi perf_set key=k value=v ttl=60\n"
+               "       perfcli mi get_statistics all\n");
+}
+
+// Commands whose single parameter is an array (as opensips-cli's table).
+bool TakesArray(const std::string& cmd) {
+  std::string c = cmd.substr(cmd.find(':') == std::string::npos ? 0 : cmd.find(':') + 1);
+  return c == "get_statistics" || c == "list_statistics" || c == "reset_statistics";
+}
+
+bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::string& body,
+             int timeout_ms, std::string* out, std::string* err) {
+  std::string name = "perfcli_reply_" + std::to_string(getpid()) + "_" + std::to_string(NowMs());
+  std::string path = reply_dir + name;
+  unlink(path.c_str());
+  if (mkfifo(path.c_str(), 0600) != 0) {
+    *err = "cannot create reply FIFO " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  int rfd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int wfd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  bool ok = false;
+  if (wfd < 0) {
+    *err = "cannot open " + fifo + ": " + std::strerror(errno) +
+           (errno == ENXIO || errno == ENOENT ? " (is perfcached running with [mi] fifo_name?)" : "");
+  } else {
+    std::string req = ":" + name + ":" + body;
+    if (write(wfd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+      *err = std::string("write to the MI FIFO failed: ") + std::strerror(errno);
+    } else {
+      int64_t deadline = NowMs() + timeout_ms;
+      bool got_writer = false;
+      while (NowMs() < deadline) {
+        pollfd p{rfd, POLLIN, 0};
+        poll(&p, 1, 50);
+        char buf[65536];
+        ssize_t n = read(rfd, buf, sizeof buf);
+        if (n > 0) {
+          out->append(buf, static_cast<size_t>(n));
+          got_writer = true;
+        } else if (n == 0 && got_writer) {
+          ok = true;  // the server wrote its line and closed
+          break;
+        }
+      }
+      if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s";
+    }
+    close(wfd);
+  }
+  close(rfd);
+  unlink(path.c_str());
+  return ok;
+}
+
+bool ViaDatagram(const std::string& sock, const std::string& body, int timeout_ms, std::string* out,
+                 std::string* err) {
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un me{}, srv{};
+  me.sun_family = srv.sun_family = AF_UNIX;
+  std::string mine = "/tmp/perfcli_" + std::to_string(getpid()) + ".sock";
+  if (sock.size() >= sizeof srv.sun_path) {
+    *err = "socket path too long";
+    close(fd);
+    return false;
+  }
+  std::memcpy(me.sun_path, mine.c_str(), mine.size());
+  std::memcpy(srv.sun_path, sock.c_str(), sock.size());
+  unlink(mine.c_str());
+  bool ok = false;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) {
+    *err = "bind " + mine + ": " + std::strerror(errno);
+  } else if (sendto(fd, body.data(), body.size(), 0, reinterpret_cast<sockaddr*>(&srv), sizeof srv) < 0) {
+    *err = "cannot send to " + sock + ": " + std::strerror(errno);
+  } else {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) > 0) {
+      char buf[65536];
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        out->assign(buf, static_cast<size_t>(n));
+        ok = true;
+      }
+    }
+    if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s";
+  }
+  close(fd);
+  unlink(mine.c_str());
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string fifo = "/run/perfcached/perfcached_fifo", reply_dir = "/tmp/", dgram;
+  bool raw = false;
+  int timeout_s = 5;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--fifo" && i + 1 < argc) fifo = argv[++i];
+    else if (a == "--reply-dir" && i + 1 < argc) reply_dir = argv[++i];
+    else if (a == "--datagram" && i + 1 < argc) dgram = argv[++i];
+    else if (a == "-r") raw = true;
+    else if (a == "-t" && i + 1 < argc) timeout_s = std::atoi(argv[++i]);
+    else if (a == "-h" || a == "--help") {
+      Usage();
+      return 0;
+    } else break;
+  }
+  if (i + 1 >= argc || std::string(argv[i]) != "mi") {
+    Usage();
+    return 2;
+  }
+  if (!reply_dir.empty() && reply_dir.back() != '/') reply_dir += '/';
+  std::string cmd = argv[i + 1];
+  std::vector<std::string> args(argv + i + 2, argv + argc);
+  Json params = Json::array();
+  bool named = !args.empty() && args[0].find('=') != std::string::npos;
+  if (named) {
+    params = Json::object();
+    for (const auto& a : args) {
+      size_t eq = a.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "perfcli: mix of positional and name=value parameters\n");
+        return 2;
+      }
+      params[a.substr(0, eq)] = a.substr(eq + 1);
+    }
+  } else if (TakesArray(cmd) && !args.empty()) {
+    params.push_back(args);
+  } else {
+    for (const auto& a : args) params.push_back(a);
+  }
+  Json req{{"jsonrpc", "2.0"}, {"id", std::to_string(getpid() % 32768)}, {"method", cmd}, {"params", params}};
+  std::string body = req.dump(), out, err;
+  bool ok = dgram.empty() ? ViaFifo(fifo, reply_dir, body, timeout_s * 1000, &out, &err)
+                          : ViaDatagram(dgram, body, timeout_s * 1000, &out, &err);
+  if (!ok) {
+    std::fprintf(stderr, "perfcli: %s\n", err.c_str());
+    return 2;
+  }
+  Json reply = Json::parse(out, nullptr, false);
+  if (reply.is_discarded()) {
+    std::fprintf(stderr, "perfcli: unreadable reply: %s\n", out.c_str());
+    return 2;
+  }
+  if (reply.contains("error")) {
+    std::fprintf(stderr, "%s\n", raw ? out.c_str() : reply["error"].dump(2).c_str());
+    return 1;
+  }
+  const Json& res = reply["result"];
+  if (raw) {
+    std::printf("%s\n", out.c_str());
+  } else if (res.is_string()) {
+    std::printf("%s\n", res.get<std::string>().c_str());
+  } else {
+    std::printf("%s\n", res.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+  }
+  return 0;
+}

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -87,6 +88,7 @@ void RaiseFdLimit(int want) {
 
 [[noreturn]] void RunTimer(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self) {
   LogSetRole("timer");
+  prctl(PR_SET_NAME, "pc-timer");  // what ps / top show for each role
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   cache::Ctx ctx(a, self->slot);
   int64_t last_sweep = 0, last_repair = 0;
@@ -155,6 +157,9 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   char role[32];
   std::snprintf(role, sizeof role, "worker %d", self->rank);
   LogSetRole(strdup(role));
+  char comm[16];
+  std::snprintf(comm, sizeof comm, "pc-worker %d", self->rank);
+  prctl(PR_SET_NAME, comm);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
   cache::Ctx ctx(a, self->slot);
@@ -180,6 +185,9 @@ void OnStopSignal(int) { g_stop = 1; }
 [[noreturn]] void RunModuleProc(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self,
                                 const ModuleProc& mp) {
   LogSetRole(strdup(mp.name.c_str()));
+  std::string comm = "pc-" + mp.name;
+  for (char& ch : comm) ch = ch == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  prctl(PR_SET_NAME, comm.substr(0, 15).c_str());
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
   cache::Ctx ctx(a, self->slot);

@@ -93,9 +93,16 @@ class Daemon:
             return ""
 
     def worker_pids(self):
-        """Children of the supervisor except the timer (the first child)."""
-        kids = sorted(children(self.proc.pid))
-        return kids[1:] if len(kids) > 1 else []
+        """The worker processes (named "pc-worker N" by the daemon)."""
+        out = []
+        for k in children(self.proc.pid):
+            try:
+                with open("/proc/%d/comm" % k) as f:
+                    if f.read().startswith("pc-worker"):
+                        out.append(k)
+            except OSError:
+                pass
+        return sorted(out)
 
     def stop(self, timeout=15):
         if self.proc.poll() is None:

@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     delete d->server;
     delete d;
   };
-  if (!cfg.mi_fifo.empty() || !cfg.mi_datagram.empty()) {
+  if (!cfg.mi_fifo.empty() || !cfg.mi_datagram.empty() || !cfg.http.empty()) {
     hooks.procs.push_back(proc::ModuleProc{"MI", &modules::mi_door::RunMi});
   }
   proc::DaemonOptions o;

@@ -126,6 +126,8 @@ const ParamSpec kParams[] = {
              "CIDRs allowed to connect; required when resp is not loopback"),
     LIST_ROW("listen", resp_collections, resp_collections, ParamType::kList,
              "SELECT mapping, e.g. 0:sessions, 1:counters"),
+    STR_ROW("listen", http, http,
+            "HTTP door host:port (/metrics /stats /health /reset-stats /mi); empty = off"),
     INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
     INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
     STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
@@ -135,6 +137,8 @@ const ParamSpec kParams[] = {
     STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
+    LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
+             "HTTP door bearer token(s); required when [listen] http is not loopback"),
 };
 
 #undef INT_ROW
@@ -347,6 +351,19 @@ bool FinishConfig(Config* c, std::string* err) {
     if (!IsLoopbackHost(host) && c->resp_allow.empty()) {
       *err = "[listen] resp = " + c->resp +
              " is not loopback: set resp_allow (CIDRs allowed to connect) to open it";
+      return false;
+    }
+  }
+  if (!c->http.empty()) {
+    std::string host;
+    int port;
+    if (!ParseHostPort(c->http, &host, &port)) {
+      *err = "[listen] http: expected host:port, got '" + c->http + "'";
+      return false;
+    }
+    if (!IsLoopbackHost(host) && c->http_tokens.empty()) {
+      *err = "[listen] http = " + c->http +
+             " is not loopback: set [secrets] http (a bearer token) to open it";
       return false;
     }
   }

@@ -43,6 +43,7 @@ struct Config {
   std::string resp = "127.0.0.1:6379";
   std::vector<std::string> resp_allow;       // CIDRs allowed off loopback
   std::vector<std::string> resp_collections; // "0:sessions" pairs
+  std::string http;             // HTTP door host:port (metrics, stats, health, /mi); empty = off
   int maxclients = 10000;
   int timeout = 0;              // idle seconds before close, 0 = never
   // [mi]
@@ -52,6 +53,7 @@ struct Config {
   std::string mi_datagram = "/run/perfcached/perfcached_mi.sock";  // empty = off
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
+  std::vector<std::string> http_tokens;      // HTTP bearer tokens (required off loopback)
   // [collection NAME]
   std::vector<CollectionConfig> collections;
 

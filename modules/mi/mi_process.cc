@@ -29,6 +29,8 @@
 
 #include "mi/mi.h"
 #include "modules/mi/mi_module.h"
+
+#include <event2/event.h>
 #include "proc/daemon.h"
 #include "proc/log.h"
 
@@ -142,85 +144,137 @@ void ServeDatagram(int fd, const mi::Registry& reg) {
 
 }  // namespace
 
-void RunMi(proc::ModuleProcContext& pc) {
-  const proc::Config& cfg = *pc.cfg;
+namespace {
+
+struct MiState {
+  proc::ModuleProcContext* pc = nullptr;
+  const proc::Config* cfg = nullptr;
   mi::Registry reg;
-  RegisterCommands(reg, pc);
-  int dfd = cfg.mi_datagram.empty() ? -1 : OpenDatagram(cfg.mi_datagram);
-  if (dfd >= 0) LOG_INFO("MI datagram on %s", cfg.mi_datagram.c_str());
-  mode_t mode = static_cast<mode_t>(std::strtol(cfg.mi_fifo_mode.c_str(), nullptr, 8));
-  if (mode == 0) mode = 0600;
-  struct stat made;
-  int rfd = -1, wfd = -1;
-  if (!cfg.mi_fifo.empty() && MakeFifo(cfg.mi_fifo, mode, &made)) {
-    rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
-    if (rfd < 0 || wfd < 0) LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
-    else LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
-  }
+  event_base* base = nullptr;
+  int rfd = -1, wfd = -1, dfd = -1;
+  event* fifo_ev = nullptr;
+  event* dgram_ev = nullptr;
+  struct stat made {};
+  mode_t mode = 0600;
   std::string buf;
-  int idle_ms = 0;
-  while (!proc::StopRequested()) {
-    pollfd p[2] = {{rfd, POLLIN, 0}, {dfd, POLLIN, 0}};
-    int rc = poll(p, 2, 500);
-    if (dfd >= 0 && rc > 0 && (p[1].revents & POLLIN)) ServeDatagram(dfd, reg);
-    if (rfd < 0 || rc <= 0 || !(p[0].revents & POLLIN)) {
-      idle_ms += 500;
-      if (rfd >= 0 && idle_ms >= 30000) {
-        idle_ms = 0;
-        if (!SameFifo(cfg.mi_fifo, made)) {
-          LOG_WARN("MI FIFO %s was removed or replaced: recreating it", cfg.mi_fifo.c_str());
-          close(rfd);
-          close(wfd);
-          rfd = wfd = -1;
-          if (MakeFifo(cfg.mi_fifo, mode, &made)) {
-            rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-            wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-          }
-        }
-      }
+  int idle_ticks = 0;
+};
+
+void OnFifo(evutil_socket_t, short, void* arg);
+
+void OpenFifo(MiState& st) {
+  const proc::Config& cfg = *st.cfg;
+  if (st.fifo_ev) {
+    event_free(st.fifo_ev);
+    st.fifo_ev = nullptr;
+  }
+  if (st.rfd >= 0) close(st.rfd);
+  if (st.wfd >= 0) close(st.wfd);
+  st.rfd = st.wfd = -1;
+  if (!MakeFifo(cfg.mi_fifo, st.mode, &st.made)) return;
+  st.rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
+  if (st.rfd < 0 || st.wfd < 0) {
+    LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
+    return;
+  }
+  st.fifo_ev = event_new(st.base, st.rfd, EV_READ | EV_PERSIST, &OnFifo, &st);
+  event_add(st.fifo_ev, nullptr);
+  LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
+}
+
+void OnFifo(evutil_socket_t, short, void* arg) {
+  auto& st = *static_cast<MiState*>(arg);
+  st.idle_ticks = 0;
+  char chunk[kFifoBuf];
+  size_t room = st.buf.size() < kFifoBuf ? kFifoBuf - st.buf.size() : 0;
+  if (room == 0) {
+    LOG_WARN("MI FIFO: request larger than %zu bytes dropped", kFifoBuf);
+    st.buf.clear();
+    room = kFifoBuf;
+  }
+  ssize_t n = read(st.rfd, chunk, room);
+  if (n <= 0) return;
+  st.buf.append(chunk, static_cast<size_t>(n));
+  size_t pos = 0;
+  for (;;) {
+    mi::Frame f;
+    mi::FrameResult r = mi::ParseFifoFrame(st.buf, &pos, &f);
+    if (r == mi::FrameResult::kNeedMore) break;
+    if (r == mi::FrameResult::kBadName) {
+      LOG_WARN("MI FIFO: forbidden reply name '%s': request dropped", f.reply_name.c_str());
       continue;
     }
-    idle_ms = 0;
-    char chunk[kFifoBuf];
-    size_t room = buf.size() < kFifoBuf ? kFifoBuf - buf.size() : 0;
-    if (room == 0) {
-      LOG_WARN("MI FIFO: request larger than %zu bytes dropped", kFifoBuf);
-      buf.clear();
-      room = kFifoBuf;
+    if (r == mi::FrameResult::kGarbage) {
+      LOG_WARN("MI FIFO: input is not ':reply_name:{json}': dropped");
+      continue;
     }
-    ssize_t n = read(rfd, chunk, room);
-    if (n <= 0) continue;
-    buf.append(chunk, static_cast<size_t>(n));
-    size_t pos = 0;
-    for (;;) {
-      mi::Frame f;
-      mi::FrameResult r = mi::ParseFifoFrame(buf, &pos, &f);
-      if (r == mi::FrameResult::kNeedMore) break;
-      if (r == mi::FrameResult::kBadName) {
-        LOG_WARN("MI FIFO: forbidden reply name '%s': request dropped", f.reply_name.c_str());
-        continue;
-      }
-      if (r == mi::FrameResult::kGarbage) {
-        LOG_WARN("MI FIFO: input is not ':reply_name:{json}': dropped");
-        continue;
-      }
-      mi::Json reply = r == mi::FrameResult::kBadJson
-                           ? mi::ProcessText(reg, "{")  // the -32700 reply
-                           : mi::Dispatch(reg, f.request);
-      if (!f.reply_name.empty() && !reply.is_null()) {
-        WriteReply(cfg.mi_reply_dir, f.reply_name, mi::Serialize(reply));
-      }
+    mi::Json reply = r == mi::FrameResult::kBadJson ? mi::ProcessText(st.reg, "{")  // -32700
+                                                    : mi::Dispatch(st.reg, f.request);
+    if (!f.reply_name.empty() && !reply.is_null()) {
+      WriteReply(st.cfg->mi_reply_dir, f.reply_name, mi::Serialize(reply));
     }
-    buf.erase(0, pos);
   }
-  if (rfd >= 0) close(rfd);
-  if (wfd >= 0) close(wfd);
-  if (!cfg.mi_fifo.empty()) unlink(cfg.mi_fifo.c_str());
-  if (dfd >= 0) {
-    close(dfd);
-    unlink(cfg.mi_datagram.c_str());
+  st.buf.erase(0, pos);
+}
+
+void OnDatagram(evutil_socket_t, short, void* arg) {
+  auto& st = *static_cast<MiState*>(arg);
+  ServeDatagram(st.dfd, st.reg);
+}
+
+void OnTick(evutil_socket_t, short, void* arg) {
+  auto& st = *static_cast<MiState*>(arg);
+  if (proc::StopRequested()) {
+    event_base_loopbreak(st.base);
+    return;
   }
+  // Every 30 s of FIFO idleness: is it still our FIFO? Recreate it if not.
+  if (!st.cfg->mi_fifo.empty() && ++st.idle_ticks >= 60) {
+    st.idle_ticks = 0;
+    if (st.rfd < 0 || !SameFifo(st.cfg->mi_fifo, st.made)) {
+      LOG_WARN("MI FIFO %s was removed or replaced: recreating it", st.cfg->mi_fifo.c_str());
+      OpenFifo(st);
+    }
+  }
+}
+
+}  // namespace
+
+void RunMi(proc::ModuleProcContext& pc) {
+  MiState st;
+  st.pc = &pc;
+  st.cfg = pc.cfg;
+  st.base = event_base_new();
+  RegisterCommands(st.reg, pc);
+  st.mode = static_cast<mode_t>(std::strtol(pc.cfg->mi_fifo_mode.c_str(), nullptr, 8));
+  if (st.mode == 0) st.mode = 0600;
+  if (!pc.cfg->mi_fifo.empty()) OpenFifo(st);
+  if (!pc.cfg->mi_datagram.empty()) {
+    st.dfd = OpenDatagram(pc.cfg->mi_datagram);
+    if (st.dfd >= 0) {
+      st.dgram_ev = event_new(st.base, st.dfd, EV_READ | EV_PERSIST, &OnDatagram, &st);
+      event_add(st.dgram_ev, nullptr);
+      LOG_INFO("MI datagram on %s", pc.cfg->mi_datagram.c_str());
+    }
+  }
+  void* http = pc.cfg->http.empty() ? nullptr : StartHttp(st.base, pc, st.reg);
+  event* tick = event_new(st.base, -1, EV_PERSIST, &OnTick, &st);
+  timeval half{0, 500 * 1000};
+  event_add(tick, &half);
+  event_base_dispatch(st.base);
+  StopHttp(http);
+  event_free(tick);
+  if (st.fifo_ev) event_free(st.fifo_ev);
+  if (st.dgram_ev) event_free(st.dgram_ev);
+  if (st.rfd >= 0) close(st.rfd);
+  if (st.wfd >= 0) close(st.wfd);
+  if (!pc.cfg->mi_fifo.empty()) unlink(pc.cfg->mi_fifo.c_str());
+  if (st.dfd >= 0) {
+    close(st.dfd);
+    unlink(pc.cfg->mi_datagram.c_str());
+  }
+  event_base_free(st.base);
 }
 
 }  // namespace modules::mi_door

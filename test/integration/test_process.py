@@ -128,6 +128,35 @@ class AllowList(unittest.TestCase):
             self.assertEqual(no.wait(timeout=15), 0)
 
 
+    def http_from_ns(self, port, token=None):
+        code = ("import http.client,sys\n"
+                "c=http.client.HTTPConnection(sys.argv[1],int(sys.argv[2]),timeout=5)\n"
+                "h={'Authorization':'Bearer '+sys.argv[3]} if len(sys.argv)>3 else {}\n"
+                "c.request('GET','/metrics',headers=h)\n"
+                "print(c.getresponse().status)\n")
+        args = ["ip", "netns", "exec", self.NS, "/usr/bin/python3", "-c", code, self.HOST, str(port)]
+        if token:
+            args.append(token)
+        return subprocess.run(args, capture_output=True, text=True, timeout=20).stdout.strip()
+
+    def test_http_token_off_loopback(self):
+        hport = free_port()
+        d = Daemon(workers=1, host=self.HOST,
+                   overrides=("listen.resp_allow=%s/32, %s/32" % (self.PEER, self.HOST),
+                              "listen.http=%s:%d" % (self.HOST, hport), "secrets.http=s3cr3t"))
+        try:
+            deadline = time.time() + 10
+            status = ""
+            while time.time() < deadline and status not in ("200", "401"):
+                status = self.http_from_ns(hport, "s3cr3t")
+                time.sleep(0.1)
+            self.assertEqual(status, "200")
+            self.assertEqual(self.http_from_ns(hport), "401")
+            self.assertEqual(self.http_from_ns(hport, "wrong"), "401")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class ExampleConfig(unittest.TestCase):
     def test_contrib_example_validates(self):
         p = subprocess.run([BIN, "-f", os.path.join(ROOT, "contrib", "perfcached.conf.example"), "-C"],

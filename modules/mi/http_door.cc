@@ -1,0 +1,275 @@
+// perfcached — the HTTP door: /metrics (Prometheus), /stats, /health, /reset-stats, /mi.
+// Copyright (c) 2026 the perfcached authors.
+//
+// Runs inside the MI process's event loop (libevent evhttp), never on a
+// worker. Off loopback every request needs "Authorization: Bearer <token>"
+// with a token from [secrets] http (the config refuses a non-loopback
+// listener without one). Counters in /metrics are the raw per-process sums:
+// a stats reset (MI, CONFIG RESETSTAT, POST /reset-stats) re-baselines what
+// MI and INFO show, never what Prometheus scrapes, so counters only rise.
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include <cstring>
+#include <string>
+
+#include "cache/table.h"
+#include "mem/arena.h"
+#include "modules/mi/mi_module.h"
+#include "modules/mi/mi_stats.h"
+#include "proc/config.h"
+#include "proc/log.h"
+#include "proc/proctable.h"
+
+namespace modules::mi_door {
+namespace {
+
+struct Http {
+  evhttp* http = nullptr;
+  proc::ModuleProcContext* pc = nullptr;
+  const mi::Registry* reg = nullptr;
+};
+
+void Send(evhttp_request* req, int code, const char* reason, const std::string& body,
+          const char* type = "application/json") {
+  evkeyvalq* h = evhttp_request_get_output_headers(req);
+  evhttp_add_header(h, "Content-Type", type);
+  evbuffer* b = evbuffer_new();
+  evbuffer_add(b, body.data(), body.size());
+  evhttp_send_reply(req, code, reason, b);
+  evbuffer_free(b);
+}
+
+bool PeerIsLoopback(evhttp_request* req) {
+  evhttp_connection* c = evhttp_request_get_connection(req);
+  char* addr = nullptr;
+  ev_uint16_t port = 0;
+  evhttp_connection_get_peer(c, &addr, &port);
+  std::string a = addr ? addr : "";
+  return a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
+}
+
+bool Authorized(const Http& h, evhttp_request* req) {
+  if (PeerIsLoopback(req)) return true;
+  const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+  if (!auth || std::strncmp(auth, "Bearer ", 7) != 0) return false;
+  std::string_view tok(auth + 7);
+  bool ok = false;
+  for (const auto& t : h.pc->cfg->http_tokens) {
+    if (t.size() != tok.size()) continue;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(t[i] ^ tok[i]);
+    ok |= diff == 0;
+  }
+  return ok;
+}
+
+std::string Label(const std::string& v) {
+  std::string o;
+  for (char ch : v) {
+    if (ch == '\\' || ch == '"') o += '\\';
+    if (ch == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += ch;
+  }
+  return o;
+}
+
+void Metric(std::string* o, const char* name, const char* type, const char* help) {
+  *o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+std::string Metrics(proc::ModuleProcContext& pc) {
+  std::string o;
+  cache::Ctx& c = *pc.ctx;
+  auto infos = cache::ListCollections(c);
+  struct Row {
+    const char* name;
+    cache::Stat stat;
+    const char* help;
+  };
+  static const Row kRows[] = {
+      {"perfcached_hits_total", cache::kStatHits, "Reads that found the key."},
+      {"perfcached_misses_total", cache::kStatMisses, "Reads that did not."},
+      {"perfcached_stores_total", cache::kStatStores, "Writes applied."},
+      {"perfcached_removes_total", cache::kStatRemoves, "Keys deleted."},
+      {"perfcached_expired_total", cache::kStatExpired, "Keys removed by expiry."},
+      {"perfcached_seqlock_retries_total", cache::kStatSeqRetries, "Lock-free read retries."},
+      {"perfcached_lock_fallbacks_total", cache::kStatLockFallbacks, "Reads that took the lock."},
+      {"perfcached_splits_total", cache::kStatSplits, "Bucket splits (growth)."},
+      {"perfcached_merges_total", cache::kStatMerges, "Bucket merges (shrink)."},
+      {"perfcached_nomem_total", cache::kStatNoMem, "Writes refused: arena full."},
+      {"perfcached_repairs_total", cache::kStatRepairs, "Buckets repaired after a dead holder."},
+  };
+  Metric(&o, "perfcached_entries", "gauge", "Records in the collection.");
+  for (const auto& ci : infos) o += "perfcached_entries{collection=\"" + Label(ci.name) + "\"} " + std::to_string(ci.entries) + "\n";
+  Metric(&o, "perfcached_buckets", "gauge", "Buckets of the collection.");
+  for (const auto& ci : infos) o += "perfcached_buckets{collection=\"" + Label(ci.name) + "\"} " + std::to_string(ci.buckets) + "\n";
+  Metric(&o, "perfcached_overflow", "gauge", "Records in the overflow table.");
+  for (const auto& ci : infos) o += "perfcached_overflow{collection=\"" + Label(ci.name) + "\"} " + std::to_string(ci.overflow) + "\n";
+  for (const Row& r : kRows) {
+    Metric(&o, r.name, "counter", r.help);
+    for (const auto& ci : infos) {
+      cache::TableRef t;
+      if (cache::OpenCollection(c, ci.name, &t) != mem::Status::kOk) continue;
+      o += std::string(r.name) + "{collection=\"" + Label(ci.name) + "\"} " +
+           std::to_string(cache::SumStat(c, t, r.stat)) + "\n";
+    }
+  }
+  const proc::ProcTable& pt = *pc.procs;
+  struct DoorRow {
+    const char* name;
+    proc::DoorStat stat;
+    const char* help;
+  };
+  static const DoorRow kDoor[] = {
+      {"perfcached_resp_connections_accepted_total", proc::kDoorAccepted, "RESP connections accepted."},
+      {"perfcached_resp_connections_rejected_total", proc::kDoorRejected, "RESP connections refused."},
+      {"perfcached_resp_commands_total", proc::kDoorCommands, "RESP commands processed."},
+      {"perfcached_resp_errors_total", proc::kDoorErrors, "RESP error replies."},
+      {"perfcached_resp_bytes_in_total", proc::kDoorBytesIn, "Bytes read from RESP clients."},
+      {"perfcached_resp_bytes_out_total", proc::kDoorBytesOut, "Bytes written to RESP clients."},
+  };
+  Metric(&o, "perfcached_resp_connections", "gauge", "Open RESP connections.");
+  o += "perfcached_resp_connections " + std::to_string(proc::DoorSum(pt, proc::kDoorOpen)) + "\n";
+  for (const DoorRow& d : kDoor) {
+    Metric(&o, d.name, "counter", d.help);
+    o += std::string(d.name) + " " + std::to_string(proc::DoorSum(pt, d.stat, true)) + "\n";
+  }
+  mem::Arena& a = c.arena;
+  Metric(&o, "perfcached_arena_bytes", "gauge", "Shared arena: cap, committed, used.");
+  o += "perfcached_arena_bytes{kind=\"cap\"} " + std::to_string(a.cap_bytes()) + "\n";
+  o += "perfcached_arena_bytes{kind=\"committed\"} " + std::to_string(a.committed_bytes()) + "\n";
+  o += "perfcached_arena_bytes{kind=\"used\"} " + std::to_string(a.used_bytes()) + "\n";
+  Metric(&o, "perfcached_arena_tier", "gauge", "Page tier: 1 hugetlb, 2 thp, 3 collapse, 4 small.");
+  o += "perfcached_arena_tier " + std::to_string(static_cast<int>(a.tier())) + "\n";
+  Metric(&o, "perfcached_arena_nomem_total", "counter", "Allocations refused: arena full.");
+  o += "perfcached_arena_nomem_total " + std::to_string(a.hdr()->nomem_events.load()) + "\n";
+  Metric(&o, "perfcached_process_restarts_total", "counter", "Child processes restarted.");
+  uint64_t restarts = 0;
+  for (uint32_t i = 0; i < pt.count; ++i) restarts += pt.e[i].restarts.load();
+  o += "perfcached_process_restarts_total " + std::to_string(restarts) + "\n";
+  Metric(&o, "perfcached_uptime_seconds", "gauge", "Seconds since the supervisor started.");
+  o += "perfcached_uptime_seconds " +
+       std::to_string((cache::NowMs(c) - pt.started_ms.load()) / 1000) + "\n";
+  return o;
+}
+
+// Serving = every worker is alive and has beaten in the last 3 s.
+bool Healthy(proc::ModuleProcContext& pc, std::string* why) {
+  const proc::ProcTable& pt = *pc.procs;
+  int64_t now = cache::NowMs(*pc.ctx);
+  int workers = 0;
+  for (uint32_t i = 0; i < pt.count; ++i) {
+    const proc::ProcEntry& e = pt.e[i];
+    if (static_cast<proc::Role>(e.role.load()) != proc::Role::kWorker) continue;
+    ++workers;
+    if (e.pid.load() <= 0) {
+      *why = "worker rank " + std::to_string(e.rank) + " is down";
+      return false;
+    }
+    if (now - e.heartbeat_ms.load() > 3000) {
+      *why = "worker rank " + std::to_string(e.rank) + " has not beaten for " +
+             std::to_string((now - e.heartbeat_ms.load()) / 1000) + " s";
+      return false;
+    }
+  }
+  if (workers == 0) {
+    *why = "no worker";
+    return false;
+  }
+  return true;
+}
+
+void OnRequest(evhttp_request* req, void* arg) {
+  auto& h = *static_cast<Http*>(arg);
+  if (!Authorized(h, req)) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+    Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required off loopback\"}");
+    return;
+  }
+  const char* uri = evhttp_request_get_uri(req);
+  evhttp_uri* parsed = evhttp_uri_parse(uri);
+  std::string path = parsed && evhttp_uri_get_path(parsed) ? evhttp_uri_get_path(parsed) : "";
+  if (parsed) evhttp_uri_free(parsed);
+  evhttp_cmd_type m = evhttp_request_get_command(req);
+  auto only = [&](evhttp_cmd_type want) {
+    if (m == want) return true;
+    Send(req, 405, "Method Not Allowed", "{\"error\":\"method not allowed\"}");
+    return false;
+  };
+  if (path == "/metrics") {
+    if (only(EVHTTP_REQ_GET)) Send(req, 200, "OK", Metrics(*h.pc), "text/plain; version=0.0.4");
+  } else if (path == "/stats") {
+    if (!only(EVHTTP_REQ_GET)) return;
+    mi::Json j = mi::Json::object();
+    for (const auto& s : CollectStats(*h.pc)) {
+      if (s.value == static_cast<double>(static_cast<int64_t>(s.value))) {
+        j[s.group + ":" + s.name] = static_cast<int64_t>(s.value);
+      } else {
+        j[s.group + ":" + s.name] = s.value;
+      }
+    }
+    Send(req, 200, "OK", mi::Serialize(j));
+  } else if (path == "/health") {
+    if (!only(EVHTTP_REQ_GET)) return;
+    std::string why;
+    if (Healthy(*h.pc, &why)) {
+      Send(req, 200, "OK", "{\"status\":\"serving\"}");
+    } else {
+      Send(req, 503, "Service Unavailable", mi::Serialize(mi::Json{{"status", "down"}, {"why", why}}));
+    }
+  } else if (path == "/reset-stats") {
+    if (!only(EVHTTP_REQ_POST)) return;
+    ResetAllStats(*h.pc);
+    Send(req, 200, "OK", "{\"reset\":true}");
+  } else if (path == "/mi") {
+    if (!only(EVHTTP_REQ_POST)) return;
+    evbuffer* in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    std::string body(n, '\0');
+    evbuffer_copyout(in, body.data(), n);
+    mi::Json reply = mi::ProcessText(*h.reg, body);
+    if (reply.is_null()) {
+      Send(req, 204, "No Content", "");
+    } else {
+      Send(req, 200, "OK", mi::Serialize(reply));
+    }
+  } else {
+    Send(req, 404, "Not Found", "{\"error\":\"not found\"}");
+  }
+}
+
+}  // namespace
+
+void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg) {
+  std::string host;
+  int port;
+  if (!proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
+  auto* h = new Http{evhttp_new(base), &pc, &reg};
+  evhttp_set_max_body_size(h->http, 64 * 1024);
+  evhttp_set_max_headers_size(h->http, 16 * 1024);
+  evhttp_set_timeout(h->http, 10);
+  evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+  evhttp_set_gencb(h->http, &OnRequest, h);
+  if (!evhttp_bind_socket_with_handle(h->http, host.c_str(), static_cast<ev_uint16_t>(port))) {
+    LOG_ERR("HTTP door: cannot listen on %s", pc.cfg->http.c_str());
+    evhttp_free(h->http);
+    delete h;
+    return nullptr;
+  }
+  LOG_INFO("HTTP door on %s", pc.cfg->http.c_str());
+  return h;
+}
+
+void StopHttp(void* p) {
+  if (!p) return;
+  auto* h = static_cast<Http*>(p);
+  evhttp_free(h->http);
+  delete h;
+}
+
+}  // namespace modules::mi_door

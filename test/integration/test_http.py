@@ -1,0 +1,137 @@
+# perfcached — the HTTP door: /metrics scraped with a Prometheus parser, /stats, /health, /mi.
+# Copyright (c) 2026 the perfcached authors.
+import http.client
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import redis
+from prometheus_client.parser import text_string_to_metric_families  # python3-prometheus-client
+
+from harness import BIN, Daemon, free_port
+
+
+class HttpDoor(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.http_port = free_port()
+        cls.d = Daemon(workers=1, overrides=("listen.http=127.0.0.1:%d" % cls.http_port,))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if cls.get("/health")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    @classmethod
+    def request(cls, method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", cls.http_port, timeout=10)
+        c.request(method, path, body=body)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    @classmethod
+    def get(cls, path):
+        return cls.request("GET", path)
+
+    def metrics(self):
+        status, body = self.get("/metrics")
+        self.assertEqual(status, 200)
+        out = {}
+        for fam in text_string_to_metric_families(body.decode()):
+            for s in fam.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        return out
+
+    def test_metrics_parse_and_counters_move(self):
+        before = self.metrics()
+        r = redis.Redis(port=self.d.port, socket_timeout=5)
+        for i in range(20):
+            r.set("m:%d" % i, "v")
+            r.get("m:%d" % i)
+        after = self.metrics()
+        key = ("perfcached_hits_total", (("collection", "0"),))
+        self.assertGreaterEqual(after[key] - before.get(key, 0), 20)
+        self.assertGreater(after[("perfcached_resp_commands_total", ())],
+                           before[("perfcached_resp_commands_total", ())])
+        self.assertGreaterEqual(after[("perfcached_entries", (("collection", "0"),))], 20)
+        # A reset re-baselines what MI shows, never what Prometheus scrapes.
+        self.assertEqual(self.request("POST", "/reset-stats")[0], 200)
+        again = self.metrics()
+        self.assertGreaterEqual(again[key], after[key])
+
+    def test_stats_health_and_errors(self):
+        status, body = self.get("/stats")
+        self.assertEqual(status, 200)
+        stats = json.loads(body)
+        self.assertIn("perfcached:entries", stats)
+        self.assertIn("resp:commands", stats)
+        self.assertEqual(self.get("/health")[0], 200)
+        self.assertEqual(self.get("/nope")[0], 404)
+        self.assertEqual(self.get("/reset-stats")[0], 405)
+        self.assertEqual(self.request("POST", "/metrics")[0], 405)
+        self.assertEqual(self.request("POST", "/mi", body=b"x" * 100000)[0], 413)
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
+        c.putrequest("GET", "/metrics")
+        c.putheader("X-Big", "y" * 20000)  # oversize headers: refused, no crash
+        c.endheaders()
+        self.assertGreaterEqual(c.getresponse().status, 400)
+        c.close()
+        self.assertEqual(self.get("/health")[0], 200)
+
+    def test_mi_over_http(self):
+        def mi(payload):
+            status, body = self.request("POST", "/mi", body=payload)
+            return status, (json.loads(body) if body else None)
+        st, rep = mi(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "perf_set", "params": ["h", "v"]}))
+        self.assertEqual((st, rep["result"]), (200, "OK"))
+        st, rep = mi(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "perf_get", "params": {"key": "h"}}))
+        self.assertEqual(rep["result"]["value"], "v")
+        self.assertEqual(mi(b"{nope")[1]["error"]["code"], -32700)
+        self.assertEqual(mi(b'{"jsonrpc":"1","id":1,"method":"which"}')[1]["error"]["code"], -32600)
+        self.assertEqual(mi(b'{"jsonrpc":"2.0","id":1,"method":"zzz"}')[1]["error"]["code"], -32601)
+        self.assertEqual(mi(b'{"jsonrpc":"2.0","id":1,"method":"perf_get","params":[1,2,3]}')[1]["error"]["code"], -32602)
+        self.assertEqual(mi(b'{"jsonrpc":"2.0","method":"which"}')[0], 204)  # a notification
+
+    def test_health_503_when_a_worker_stalls(self):
+        w = self.d.worker_pids()[0]
+        os.kill(w, signal.SIGSTOP)
+        try:
+            deadline = time.time() + 10
+            status = 200
+            while time.time() < deadline and status == 200:
+                time.sleep(0.5)
+                status, body = self.get("/health")
+            self.assertEqual(status, 503)
+            self.assertIn(b"has not beaten", body)
+        finally:
+            os.kill(w, signal.SIGCONT)
+        deadline = time.time() + 10
+        while time.time() < deadline and self.get("/health")[0] != 200:
+            time.sleep(0.2)
+        self.assertEqual(self.get("/health")[0], 200)
+
+
+class HttpConfig(unittest.TestCase):
+    def test_off_loopback_needs_a_token(self):
+        p = subprocess.run([BIN, "-C", "-o", "listen.http=0.0.0.0:8080"], capture_output=True,
+                           text=True, timeout=20)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("[secrets] http", p.stderr)
+        p = subprocess.run([BIN, "-C", "-o", "listen.http=0.0.0.0:8080", "-o", "secrets.http=tok"],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

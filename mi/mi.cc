@@ -67,9 +67,13 @@ bool Params::GetArray(const std::string& name, std::vector<std::string>* out,
 bool Registry::Add(Command c) {
   std::string q = c.module + ":" + c.name;
   if (index_.count(c.name) || index_.count(q)) return false;
+  for (const auto& a : c.aliases) {
+    if (index_.count(a)) return false;
+  }
   size_t i = cmds_.size();
   index_[c.name] = i;
   index_[q] = i;
+  for (const auto& a : c.aliases) index_[a] = i;
   cmds_.push_back(std::move(c));
   return true;
 }

@@ -76,6 +76,7 @@ struct Command {
   std::vector<std::vector<std::string>> recipes; // {} = no params
   Handler handler;
   bool named_only = false;
+  std::vector<std::string> aliases;              // extra names, e.g. "statistics:get"
 };
 
 class Registry {

@@ -132,6 +132,8 @@ const ParamSpec kParams[] = {
     INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
     STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
     STR_ROW("mi", fifo_mode, mi_fifo_mode, "MI FIFO permissions (octal)"),
+    STR_ROW("mi", fifo_user, mi_fifo_user, "MI FIFO owner (user name or uid); empty = unchanged"),
+    STR_ROW("mi", fifo_group, mi_fifo_group, "MI FIFO group (name or gid); empty = the user's"),
     STR_ROW("mi", reply_dir, mi_reply_dir,
             "directory of the clients' reply FIFOs (prefixed verbatim: keep the trailing /)"),
     STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),

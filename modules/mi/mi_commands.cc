@@ -84,6 +84,17 @@ Json CollectionJson(const cache::CollectionInfo& ci) {
                                   : 0.0}};
 }
 
+// OpenSIPS 4.0 canonical names of the core commands that were renamed
+// (reference §2.3-2.4), registered as aliases beside NAME and core:NAME.
+const char* Alias40(std::string_view name) {
+  if (name == "get_statistics") return "statistics:get";
+  if (name == "list_statistics") return "statistics:list";
+  if (name == "reset_statistics") return "statistics:reset";
+  if (name == "reset_all_statistics") return "statistics:reset_all";
+  if (name == "mem_shm_dump") return "mem:shm_dump";
+  return nullptr;
+}
+
 void Add(mi::Registry& r, const char* module, const char* name, const char* help,
          std::vector<std::vector<std::string>> recipes, mi::Handler h) {
   mi::Command c;
@@ -92,6 +103,7 @@ void Add(mi::Registry& r, const char* module, const char* name, const char* help
   c.help = help;
   c.recipes = std::move(recipes);
   c.handler = std::move(h);
+  if (const char* a = Alias40(name)) c.aliases.push_back(a);
   r.Add(std::move(c));
 }
 

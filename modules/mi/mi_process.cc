@@ -17,6 +17,8 @@
 // Datagram (§1.2): one JSON-RPC object per datagram (up to 65457 bytes);
 // the reply goes back to the sender's address in one datagram.
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +40,32 @@ namespace modules::mi_door {
 namespace {
 
 constexpr size_t kFifoBuf = 4096;
+
+// fifo_user / fifo_group: a name or a number; a user also gives its group.
+bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid, gid_t* gid) {
+  *uid = static_cast<uid_t>(-1);
+  *gid = static_cast<gid_t>(-1);
+  if (!user.empty()) {
+    const passwd* pw = getpwnam(user.c_str());
+    if (!pw && user.find_first_not_of("0123456789") == std::string::npos) pw = getpwuid(static_cast<uid_t>(std::stoul(user)));
+    if (!pw) {
+      LOG_ERR("MI FIFO: unknown fifo_user '%s'", user.c_str());
+      return false;
+    }
+    *uid = pw->pw_uid;
+    *gid = pw->pw_gid;
+  }
+  if (!group.empty()) {
+    const struct group* gr = getgrnam(group.c_str());
+    if (!gr && group.find_first_not_of("0123456789") == std::string::npos) gr = getgrgid(static_cast<gid_t>(std::stoul(group)));
+    if (!gr) {
+      LOG_ERR("MI FIFO: unknown fifo_group '%s'", group.c_str());
+      return false;
+    }
+    *gid = gr->gr_gid;
+  }
+  return true;
+}
 
 bool MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
   std::string dir = path.substr(0, path.rfind('/'));
@@ -172,6 +200,16 @@ void OpenFifo(MiState& st) {
   if (st.wfd >= 0) close(st.wfd);
   st.rfd = st.wfd = -1;
   if (!MakeFifo(cfg.mi_fifo, st.mode, &st.made)) return;
+  uid_t uid;
+  gid_t gid;
+  if (!cfg.mi_fifo_user.empty() || !cfg.mi_fifo_group.empty()) {
+    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid) ||
+        chown(cfg.mi_fifo.c_str(), uid, gid) != 0) {
+      LOG_ERR("MI FIFO: cannot give %s to %s:%s: %s", cfg.mi_fifo.c_str(), cfg.mi_fifo_user.c_str(),
+              cfg.mi_fifo_group.c_str(), std::strerror(errno));
+    }
+    lstat(cfg.mi_fifo.c_str(), &st.made);
+  }
   st.rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
   if (st.rfd < 0 || st.wfd < 0) {

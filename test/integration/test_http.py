@@ -11,7 +11,7 @@ import unittest
 import redis
 from prometheus_client.parser import text_string_to_metric_families  # python3-prometheus-client
 
-from harness import BIN, Daemon, free_port
+from harness import BIN, ROOT, Daemon, free_port
 
 
 class HttpDoor(unittest.TestCase):
@@ -69,6 +69,18 @@ class HttpDoor(unittest.TestCase):
         self.assertEqual(self.request("POST", "/reset-stats")[0], 200)
         again = self.metrics()
         self.assertGreaterEqual(again[key], after[key])
+
+    def test_grafana_dashboard_uses_real_metrics(self):
+        import re
+        with open(os.path.join(ROOT, "contrib", "grafana-perfcached.json")) as f:
+            dash = json.load(f)
+        names = {n for (n, _labels) in self.metrics()}
+        used = set()
+        for p in dash["panels"]:
+            for t in p["targets"]:
+                used.update(re.findall(r"perfcached_[a-z_]+", t["expr"]))
+        self.assertTrue(used)
+        self.assertEqual(sorted(used - names), [])
 
     def test_stats_health_and_errors(self):
         status, body = self.get("/stats")

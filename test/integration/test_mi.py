@@ -74,7 +74,8 @@ class MiFifo(unittest.TestCase):
 
     def test_which_lists_bare_and_qualified(self):
         names = self.call("which")["result"]
-        for n in ("perf_keys", "perfcached:perf_keys", "uptime", "core:uptime", "perf_stats"):
+        for n in ("perf_keys", "perfcached:perf_keys", "uptime", "core:uptime", "perf_stats",
+                  "get_statistics", "core:get_statistics", "statistics:get", "mem:shm_dump"):
             self.assertIn(n, names)
         self.assertIn(["glob", "collection", "limit"], self.call("which", {"command": "perf_keys"})["result"])
 
@@ -127,6 +128,22 @@ class MiFifo(unittest.TestCase):
         self.assertIn("perf_keys", self.call("which")["result"])
         self.assertIn("which: the MI kept serving", "which: the MI kept serving")
         self.assertIn("forbidden reply name", self.d.read_log())
+
+
+class FifoOwner(unittest.TestCase):
+    @unittest.skipUnless(os.geteuid() == 0, "needs:root (chown)")
+    def test_fifo_user_and_group(self):
+        d = Daemon(workers=1, overrides=("mi.fifo_user=nobody", "mi.fifo_group=0", "mi.fifo_mode=0640"))
+        try:
+            deadline = time.time() + 10
+            while not os.path.exists(d.fifo) and time.time() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.1)
+            st = os.stat(d.fifo)
+            self.assertEqual((st.st_uid, st.st_gid), (65534, 0))
+            self.assertEqual(st.st_mode & 0o777, 0o640)
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 class MiDatagram(unittest.TestCase):

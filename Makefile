@@ -178,6 +178,7 @@ check-tsan: deps
 bench: deps all
 	$(Q)bench/engine
 	$(Q)bench/resp.sh
+	$(Q)bench/mi_impact.sh
 
 format-check:
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')

@@ -95,12 +95,48 @@ void RaiseFdLimit(int want) {
   while (!g_stop) {
     int64_t now = MonoMs();
     OwnerBump(self->heartbeat_ms, WallMs());
+    EventTable& ev = pt->events;
+    int64_t wall = WallMs();
+    // E_PERF_MEM_DEGRADED: once, when huge pages were wanted and not had.
+    if (HasSubscribers(ev, kEvMemDegraded) && cfg.hugepages != "off" &&
+        a.tier() != mem::Tier::kHugetlb && ev.degraded_sent.exchange(1) == 0) {
+      RaiseEvent(ev, kEvMemDegraded,
+                 {P("requested_mb", int64_t{cfg.arena_mb}), P("tier", mem::TierName(a.tier())),
+                  P("note", a.tier_note())},
+                 wall);
+    }
     for (const auto& ci : cache::ListCollections(ctx)) {
       cache::TableRef t;
       if (cache::OpenCollection(ctx, ci.name, &t) != mem::Status::kOk) continue;
       uint32_t n = cache::GrowStep(ctx, t, static_cast<uint32_t>(cfg.growth_budget));
-      if (n > 0) LOG_DEBUG("collection %s: %u splits/merges", ci.name.c_str(), n);
-      if (now - last_sweep >= cfg.sweep_ms) (void)cache::SweepExpired(ctx, t, 1u << 20, {});
+      if (n > 0) {
+        LOG_DEBUG("collection %s: %u splits/merges", ci.name.c_str(), n);
+        if (HasSubscribers(ev, kEvGrown)) {
+          cache::CollectionInfo after;
+          if (cache::CollectionInfoOf(ctx, t, &after)) {
+            RaiseEvent(ev, kEvGrown,
+                       {P("collection", ci.name), P("prev_buckets", static_cast<int64_t>(ci.buckets)),
+                        P("buckets", static_cast<int64_t>(after.buckets)),
+                        P("splits", static_cast<int64_t>(n)),
+                        P("entries", static_cast<int64_t>(after.entries))},
+                       wall);
+          }
+        }
+      }
+      if (now - last_sweep >= cfg.sweep_ms) {
+        // Expired-key events only for opted-in collections, and only when
+        // somebody listens: otherwise the sweep takes no callback at all.
+        bool report = (t.h->flags & cache::kTableExpiredEvents) && HasSubscribers(ev, kEvExpired);
+        std::string name = ci.name;
+        (void)cache::SweepExpired(ctx, t, 1u << 20,
+                                  report ? std::function<void(std::string_view)>(
+                                               [&](std::string_view key) {
+                                                 RaiseEvent(ev, kEvExpired,
+                                                            {P("collection", name), P("key", key)},
+                                                            wall);
+                                               })
+                                         : std::function<void(std::string_view)>());
+      }
     }
     if (now - last_sweep >= cfg.sweep_ms) last_sweep = now;
     if (now - last_repair >= 1000) {
@@ -108,7 +144,6 @@ void RaiseFdLimit(int want) {
       if (r) LOG_NOTICE("repaired %u lock(s)/slot(s) left by dead processes", r);
       last_repair = now;
     }
-    (void)pt;
     usleep(100 * 1000);
   }
   ctx.alloc.FlushToGlobal();

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "proc/events.h"
+
 namespace proc {
 
 enum class Role : uint32_t { kNone = 0, kSupervisor, kTimer, kWorker, kModule };
@@ -54,6 +56,7 @@ struct ProcTable {
   uint64_t door_base[kDoorStatCount];  // CONFIG RESETSTAT baselines (summed counters)
   uint64_t pad2[8 - kDoorStatCount + 5];
   ProcEntry e[kMaxProcEntries];
+  EventTable events;               // event subscribers (proc/events.h)
 };
 static_assert(offsetof(ProcTable, e) % 64 == 0);
 

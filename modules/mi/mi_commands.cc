@@ -12,6 +12,7 @@
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
 #include "mem/slab.h"
+#include "proc/events.h"
 #include "proc/log.h"
 
 namespace modules::mi_door {
@@ -284,6 +285,39 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   Add(r, "core", "reset_all_statistics", "re-baseline every counter", {{}}, [e](const Params&) {
     ResetAllStats(e->pc);
     return mi::MiOk();
+  });
+
+  Add(r, "evi", "event_subscribe", "subscribe a UNIX datagram socket to an event (expire in s)",
+      {{"event", "socket"}, {"event", "socket", "expire"}}, [e](const Params& p) {
+        std::string ev, sock, err;
+        int64_t expire = 3600;
+        if (!p.GetString("event", &ev, &err) || !p.GetString("socket", &sock, &err) ||
+            (p.Has("expire") && !p.GetInt("expire", &expire, &err))) {
+          return mi::MiParamError(err);
+        }
+        proc::EventId id = proc::EventFromName(ev);
+        if (id == proc::kEvNone) return mi::MiError(400, "unknown event");
+        if (expire < 0) return mi::MiParamError("Bad type for parameter 'expire'");
+        int64_t at = expire == 0 ? 0 : cache::NowMs(*e->pc.ctx) + expire * 1000;
+        if (!proc::Subscribe(e->pc.procs->events, id, sock, at, &err)) return mi::MiError(400, err);
+        return mi::MiOk();
+      });
+  Add(r, "evi", "events_list", "the events this daemon raises", {{}}, [](const Params&) {
+    Json list = Json::array();
+    for (uint32_t i = 1; i < proc::kEvCount; ++i) {
+      list.push_back(Json{{"name", proc::EventName(static_cast<proc::EventId>(i))}, {"id", i}});
+    }
+    return mi::MiResult(Json{{"Events", list}});
+  });
+  Add(r, "evi", "subscribers_list", "current event subscribers", {{}}, [e](const Params&) {
+    Json list = Json::array();
+    int64_t now = cache::NowMs(*e->pc.ctx);
+    for (const auto& s : proc::Subscribers(e->pc.procs->events, now)) {
+      list.push_back(Json{{"event", s.event},
+                          {"socket", s.socket},
+                          {"expire", s.expire_ms == 0 ? -1 : (s.expire_ms - now) / 1000}});
+    }
+    return mi::MiResult(Json{{"Subscribers", list}});
   });
 
   // ---- perf_* ----

@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "modules/resp/command.h"
 
+#include "proc/events.h"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -179,7 +181,17 @@ void Dispatch(Env& e, net::Conn& c) {
     WrongArity(ctx, spec->name);
     return;
   }
+  size_t before = c.out.size();
   spec->handler(ctx);
+  // E_PERF_NOMEM: a write refused because the arena is full (subscribers only).
+  if (proc::HasSubscribers(e.procs->events, proc::kEvNomem) && c.out.size() > before + 4 &&
+      c.out.compare(before, 4, "-OOM") == 0 && c.argv.size() >= 2) {
+    std::string coll = static_cast<size_t>(c.db) < e.db_names.size() ? e.db_names[c.db] : "";
+    proc::RaiseEvent(e.procs->events, proc::kEvNomem,
+                     {proc::P("collection", coll), proc::P("key", c.argv[1]),
+                      proc::P("size", static_cast<int64_t>(c.argv.size() > 2 ? c.argv[2].size() : 0))},
+                     NowMs(e));
+  }
 }
 
 }  // namespace modules::resp

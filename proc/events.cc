@@ -1,0 +1,144 @@
+// perfcached — event subscribers and datagram delivery.
+// Copyright (c) 2026 the perfcached authors.
+#include "proc/events.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace proc {
+namespace {
+
+constexpr const char* kNames[kEvCount] = {"", "E_PERF_EXPIRED", "E_PERF_NOMEM", "E_PERF_GROWN",
+                                          "E_PERF_MEM_DEGRADED"};
+
+std::string JsonString(std::string_view s) {
+  std::string o = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\r': o += "\\r"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (ch < 0x20 || ch >= 0x80) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", ch);  // bytes, not UTF-8: escaped one by one
+          o += b;
+        } else {
+          o += static_cast<char>(ch);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+// Drop expired subscribers (lock held).
+void ExpireLocked(EventTable& t, int64_t now) {
+  for (auto& s : t.subs) {
+    uint32_t ev = s.event.load();
+    int64_t x = s.expire_ms.load();
+    if (ev != kEvNone && x != 0 && x <= now) {
+      s.event.store(kEvNone);
+      t.count[ev].fetch_sub(1);
+    }
+  }
+}
+
+}  // namespace
+
+const char* EventName(EventId e) { return e < kEvCount ? kNames[e] : ""; }
+
+EventId EventFromName(std::string_view name) {
+  for (uint32_t i = 1; i < kEvCount; ++i) {
+    if (name == kNames[i]) return static_cast<EventId>(i);
+  }
+  return kEvNone;
+}
+
+EventParam P(std::string name, std::string_view s) { return {std::move(name), JsonString(s)}; }
+EventParam P(std::string name, int64_t v) { return {std::move(name), std::to_string(v)}; }
+
+bool Subscribe(EventTable& t, EventId e, const std::string& socket, int64_t expire_ms,
+               std::string* err) {
+  if (socket.rfind("unix:", 0) != 0 || socket.size() <= 5) {
+    *err = "socket must be unix:/path/to/socket";
+    return false;
+  }
+  std::string path = socket.substr(5);
+  if (path.size() >= sizeof(EventSub::path) || path.size() >= sizeof(sockaddr_un::sun_path)) {
+    *err = "socket path too long";
+    return false;
+  }
+  (void)mem::Lock(t.lock);  // a dead holder leaves each slot consistent
+  EventSub* slot = nullptr;
+  for (auto& s : t.subs) {  // re-subscribing refreshes the expiry
+    if (s.event.load() == e && path == s.path) slot = &s;
+  }
+  bool fresh = slot == nullptr;
+  for (auto& s : t.subs) {
+    if (!slot && s.event.load() == kEvNone) slot = &s;
+  }
+  if (!slot) {
+    mem::Unlock(t.lock);
+    *err = "too many subscribers";
+    return false;
+  }
+  slot->expire_ms.store(expire_ms);
+  if (fresh) {
+    std::memset(slot->path, 0, sizeof slot->path);
+    std::memcpy(slot->path, path.data(), path.size());
+    slot->event.store(e);
+    t.count[e].fetch_add(1);
+  }
+  mem::Unlock(t.lock);
+  return true;
+}
+
+std::vector<SubscriberInfo> Subscribers(EventTable& t, int64_t now_ms) {
+  std::vector<SubscriberInfo> v;
+  (void)mem::Lock(t.lock);
+  ExpireLocked(t, now_ms);
+  for (auto& s : t.subs) {
+    uint32_t ev = s.event.load();
+    if (ev != kEvNone) v.push_back({EventName(static_cast<EventId>(ev)), std::string("unix:") + s.path, s.expire_ms.load()});
+  }
+  mem::Unlock(t.lock);
+  return v;
+}
+
+void RaiseEvent(EventTable& t, EventId e, const std::vector<EventParam>& params, int64_t now_ms) {
+  if (!HasSubscribers(t, e)) return;
+  std::string msg = std::string("{\"jsonrpc\":\"2.0\",\"method\":\"") + EventName(e) + "\",\"params\":{";
+  for (size_t i = 0; i < params.size(); ++i) {
+    msg += (i ? "," : "") + JsonString(params[i].name) + ":" + params[i].json;
+  }
+  msg += "}}";
+  static thread_local int fd = -1;
+  if (fd < 0) fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  bool expired_any = false;
+  for (auto& s : t.subs) {
+    if (s.event.load(std::memory_order_acquire) != e) continue;
+    int64_t x = s.expire_ms.load();
+    if (x != 0 && x <= now_ms) {
+      expired_any = true;
+      continue;
+    }
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, s.path, sizeof s.path < sizeof sa.sun_path ? sizeof s.path : sizeof sa.sun_path);
+    sa.sun_path[sizeof sa.sun_path - 1] = 0;
+    (void)sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  }
+  if (expired_any) {
+    (void)mem::Lock(t.lock);
+    ExpireLocked(t, now_ms);
+    mem::Unlock(t.lock);
+  }
+}
+
+}  // namespace proc

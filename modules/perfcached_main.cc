@@ -1,6 +1,10 @@
 // perfcached — the daemon binary: command line, config, and the doors wired into workers.
 // Copyright (c) 2026 the perfcached authors.
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <cstdio>
 #include <cstring>
@@ -37,7 +41,38 @@ void Usage(FILE* f) {
 struct Door {
   modules::resp::Env env;
   net::Server* server = nullptr;
+  int event_fd = -1;
+  event* event_ev = nullptr;
 };
+
+// Events for this worker's pub/sub subscribers arrive on an abstract
+// datagram socket named after the supervisor and the rank.
+void OnEventDatagram(evutil_socket_t fd, short, void* arg) {
+  auto* d = static_cast<Door*>(arg);
+  char buf[65536];
+  for (int i = 0; i < 64; ++i) {
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) return;
+    modules::resp::PubSubDeliver(d->env, std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
+void OpenEventSocket(Door* d, event_base* base, int rank) {
+  std::string name = "perfcached." + std::to_string(getppid()) + "." + std::to_string(rank);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path + 1, name.data(), name.size());
+  socklen_t sl = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sl) != 0) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  d->event_fd = fd;
+  d->env.event_socket = "unix:@" + name;
+  d->event_ev = event_new(base, fd, EV_READ | EV_PERSIST, &OnEventDatagram, d);
+  event_add(d->event_ev, nullptr);
+}
 
 void* WorkerInit(proc::WorkerContext& wc) {
   auto* d = new Door();
@@ -60,10 +95,14 @@ void* WorkerInit(proc::WorkerContext& wc) {
     so.auth_required = !wc.cfg->resp_secrets.empty();
     so.id_base = static_cast<uint64_t>(wc.rank) << 40;
     Door* dp = d;
+    so.on_close = [dp](net::Conn& c) {
+      if (c.subscribed()) modules::resp::PubSubLeave(dp->env, c);
+    };
     d->server = new net::Server(wc.base, wc.listen_fd, so,
                                 [dp](net::Conn& c) { modules::resp::Dispatch(dp->env, c); },
                                 wc.self->door);
     d->env.server = d->server;
+    OpenEventSocket(d, wc.base, wc.rank);
   }
   return d;
 }
@@ -155,7 +194,9 @@ int main(int argc, char** argv) {
   };
   hooks.destroy = [](void* p) {
     auto* d = static_cast<Door*>(p);
-    delete d->server;
+    delete d->server;  // closes every connection (on_close unsubscribes the worker)
+    if (d->event_ev) event_free(d->event_ev);
+    if (d->event_fd >= 0) close(d->event_fd);
     delete d;
   };
   if (!cfg.mi_fifo.empty() || !cfg.mi_datagram.empty() || !cfg.http.empty()) {

@@ -149,16 +149,39 @@ bool Server::DrainIdle() {
   return conns_ == 0;
 }
 
+
 void Server::ForEach(const std::function<void(const Conn&)>& fn) const {
   for (const Conn* c : all_) {
     if (c) fn(*c);
   }
 }
 
+void Server::Push(Conn& c, std::string_view bytes) {
+  if (c.pending() + bytes.size() > kPubSubMax) {
+    Close(&c);
+    return;
+  }
+  c.out.append(bytes);
+  (void)Flush(&c);
+}
+
+void Server::ForEachMutable(const std::function<void(Conn&)>& fn) {
+  // Copy first: fn may close (and free) a connection.
+  std::vector<Conn*> live;
+  for (Conn* c : all_) {
+    if (c) live.push_back(c);
+  }
+  for (Conn* c : live) fn(*c);
+}
+
 void Server::CloseIdle(int64_t now_ms) {
   if (opt_.timeout_s <= 0) return;
   for (Conn* c : all_) {
-    if (c && c->pending() == 0 && now_ms - c->last_ms > int64_t{opt_.timeout_s} * 1000) Close(c);
+    // Subscribers are never idle-closed (as in Redis).
+    if (c && !c->subscribed() && c->pending() == 0 &&
+        now_ms - c->last_ms > int64_t{opt_.timeout_s} * 1000) {
+      Close(c);
+    }
   }
 }
 
@@ -343,6 +366,7 @@ void Server::OnCont(evutil_socket_t, short, void* arg) {
 }
 
 void Server::Close(Conn* c) {
+  if (opt_.on_close) opt_.on_close(*c);
   if (c->fd >= 0 && static_cast<size_t>(c->fd) < all_.size()) all_[static_cast<size_t>(c->fd)] = nullptr;
   if (c->rev) event_free(c->rev);
   if (c->wev) event_free(c->wev);

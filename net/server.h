@@ -27,6 +27,7 @@ namespace net {
 
 inline constexpr size_t kOutPause = 1u << 20;       // stop reading above 1 MiB unsent
 inline constexpr size_t kQueryBufMax = 1u << 30;    // client-query-buffer-limit (1 GiB)
+inline constexpr size_t kPubSubMax = 32u << 20;     // pubsub output limit (Redis: 32 MiB)
 
 struct Cidr {
   bool v6 = false;
@@ -66,6 +67,10 @@ struct Conn {
   // are served in between) until it returns true, and only then reads the
   // next command of this client.
   std::function<bool(Conn&)> cont;
+  // Pub/sub: in subscribed mode while either list is non-empty.
+  std::vector<std::string> channels;
+  std::vector<std::string> patterns;
+  bool subscribed() const { return !channels.empty() || !patterns.empty(); }
   event* cont_ev = nullptr;
   size_t pending() const { return out.size() - out_pos; }
 };
@@ -78,6 +83,7 @@ struct ServerOptions {
   bool require_allow = false;      // non-loopback peers need an allow match
   bool auth_required = false;
   uint64_t id_base = 0;            // client ids: unique across workers
+  std::function<void(Conn&)> on_close;  // told before a connection goes away
 };
 
 // Handle argv (c.argv), append the reply to c.out. May set close_after_write.
@@ -97,6 +103,11 @@ class Server {
   bool DrainIdle();
   size_t connections() const { return conns_; }
   void ForEach(const std::function<void(const Conn&)>& fn) const;
+  // Append bytes to a connection's output and send what the socket takes
+  // (pub/sub messages). A subscriber more than kPubSubMax behind is closed,
+  // as Redis's client-output-buffer-limit for pubsub does.
+  void Push(Conn& c, std::string_view bytes);
+  void ForEachMutable(const std::function<void(Conn&)>& fn);
   void CloseIdle(int64_t now_ms);  // timeout enforcement
   void Kill(uint64_t id);          // CLIENT KILL ID
   const ServerOptions& options() const { return opt_; }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
 
 namespace proc {
@@ -99,6 +100,22 @@ bool Subscribe(EventTable& t, EventId e, const std::string& socket, int64_t expi
   return true;
 }
 
+bool Unsubscribe(EventTable& t, EventId e, const std::string& socket) {
+  if (socket.rfind("unix:", 0) != 0) return false;
+  std::string path = socket.substr(5);
+  bool found = false;
+  (void)mem::Lock(t.lock);
+  for (auto& s : t.subs) {
+    if (s.event.load() == e && path == s.path) {
+      s.event.store(kEvNone);
+      t.count[e].fetch_sub(1);
+      found = true;
+    }
+  }
+  mem::Unlock(t.lock);
+  return found;
+}
+
 std::vector<SubscriberInfo> Subscribers(EventTable& t, int64_t now_ms) {
   std::vector<SubscriberInfo> v;
   (void)mem::Lock(t.lock);
@@ -130,9 +147,15 @@ void RaiseEvent(EventTable& t, EventId e, const std::vector<EventParam>& params,
     }
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
-    std::memcpy(sa.sun_path, s.path, sizeof s.path < sizeof sa.sun_path ? sizeof s.path : sizeof sa.sun_path);
-    sa.sun_path[sizeof sa.sun_path - 1] = 0;
-    (void)sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    size_t plen = strnlen(s.path, sizeof s.path);
+    if (plen == 0 || plen >= sizeof sa.sun_path) continue;
+    std::memcpy(sa.sun_path, s.path, plen);
+    socklen_t sl = sizeof sa;
+    if (s.path[0] == '@') {  // abstract namespace: no file, gone with the process
+      sa.sun_path[0] = '\0';
+      sl = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + plen);
+    }
+    (void)sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&sa), sl);
   }
   if (expired_any) {
     (void)mem::Lock(t.lock);

@@ -57,6 +57,9 @@ void RaiseEvent(EventTable& t, EventId e, const std::vector<EventParam>& params,
 // Returns false with *err when the table is full or the socket is bad.
 bool Subscribe(EventTable& t, EventId e, const std::string& socket, int64_t expire_ms,
                std::string* err);
+// Remove one subscription (event, socket); false when there was none.
+bool Unsubscribe(EventTable& t, EventId e, const std::string& socket);
+// "unix:@name" is the abstract socket "\0name" (workers use these).
 struct SubscriberInfo {
   std::string event, socket;
   int64_t expire_ms;

@@ -126,6 +126,7 @@ void InitEnv(Env& e) {
   RegisterStringFamily(e);
   RegisterKeysFamily(e);
   RegisterServerFamily(e);
+  RegisterPubSubFamily(e);
   // SELECT n: the collection named by resp_collections, else the one named n.
   const proc::Config& cfg = *e.cfg;
   int ndb = cfg.databases;
@@ -170,6 +171,12 @@ void Dispatch(Env& e, net::Conn& c) {
     }
     ctx.r.Error("ERR unknown command '" + std::string(name.substr(0, 128)) +
                 "', with args beginning with: " + args);
+    return;
+  }
+  if (c.subscribed() && !(spec->flags & kPubSub)) {
+    ctx.r.Error(std::string("ERR Can't execute '") + spec->name +
+                "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+                "this context");
     return;
   }
   if (!c.authed && !(spec->flags & kNoAuth)) {

@@ -10,6 +10,7 @@
 //   kFast      O(1) / O(log N)                  kAdmin   server administration
 //   kNoAuth    allowed before AUTH (AUTH, HELLO, QUIT)
 //   kLoading   allowed while loading (unused for now)
+//   kPubSub    allowed while the connection is in subscribed mode
 
 #include <cstdint>
 #include <span>
@@ -28,6 +29,7 @@ namespace modules::resp {
 
 enum CmdFlag : uint32_t {
   kWrite = 1, kRead = 2, kFast = 4, kAdmin = 8, kNoAuth = 16, kLoading = 32,
+  kPubSub = 64,  // allowed in subscribed mode
 };
 
 struct Env;
@@ -60,6 +62,11 @@ struct Env {
   int64_t start_ms = 0;
   int timeout_s = 0;                          // CONFIG SET timeout
   std::string scratch;
+  // Pub/sub: connections of this worker in subscribed mode, and the
+  // worker's event socket ("unix:@perfcached.<supervisor>.<rank>"); the
+  // worker subscribes it to every event while the count is non-zero.
+  int pubsub_conns = 0;
+  std::string event_socket;
 };
 
 struct CmdCtx {
@@ -75,6 +82,11 @@ struct CmdCtx {
 void RegisterStringFamily(Env& e);
 void RegisterKeysFamily(Env& e);
 void RegisterServerFamily(Env& e);
+void RegisterPubSubFamily(Env& e);
+// A connection leaves subscribed mode (or closes while in it).
+void PubSubLeave(Env& e, net::Conn& c);
+// Deliver one event datagram (JSON-RPC notification) to this worker's subscribers.
+void PubSubDeliver(Env& e, std::string_view datagram);
 void Register(Env& e, std::span<const CommandSpec> rows);
 // Build the table and the db mapping for a worker.
 void InitEnv(Env& e);

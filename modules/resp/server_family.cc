@@ -39,6 +39,10 @@ void SubcommandError(CmdCtx& c, const char* cmd, std::initializer_list<const cha
 void CmdPing(CmdCtx& c) {
   if (c.argc() > 2) {
     WrongArity(c, "ping");
+  } else if (c.conn.subscribed()) {  // RESP2 subscribed mode: a "pong" message
+    c.r.Array(2);
+    c.r.Bulk("pong");
+    c.r.Bulk(c.argc() == 2 ? c.arg(1) : "");
   } else if (c.argc() == 2) {
     c.r.Bulk(c.arg(1));
   } else {
@@ -459,9 +463,9 @@ void CmdTime(CmdCtx& c) {
 }
 
 constexpr CommandSpec kServerCommands[] = {
-    {"ping", -1, kFast, &CmdPing},
+    {"ping", -1, kFast | kPubSub, &CmdPing},
     {"echo", 2, kFast, &CmdEcho},
-    {"quit", -1, kFast | kNoAuth, &CmdQuit},
+    {"quit", -1, kFast | kNoAuth | kPubSub, &CmdQuit},
     {"auth", -2, kFast | kNoAuth, &CmdAuth},
     {"select", 2, kFast, &CmdSelect},
     {"hello", -1, kFast | kNoAuth, &CmdHello},

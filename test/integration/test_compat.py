@@ -88,6 +88,10 @@ CASES = [
      ("CONFIG", "GET"), ("CLIENT", "GETNAME", "x")],
     [("CONFIG", "SET", "nosuch", "1"), ("CONFIG", "SET", "timeout", "abc"), ("CONFIG", "SET", "timeout", "0"),
      ("CONFIG", "GET", "timeout")],
+    # pub/sub: subscribed mode and its replies
+    [("UNSUBSCRIBE",), ("PUNSUBSCRIBE",), ("SUBSCRIBE", "a"), ("GET", "x"), ("PING",), ("PING", "hi"),
+     ("PSUBSCRIBE", "p*"), ("SET", "k", "v"), ("UNSUBSCRIBE", "a"), ("PUNSUBSCRIBE", "p*"), ("GET", "x"),
+     ("SUBSCRIBE",)],
     # unknown commands and arity
     [("NOSUCHCMD",), ("nosuchcmd", "a", "b" * 200), ("GET",), ("GET", "a", "b"), ("SETNX", "a"),
      ("GETRANGE", "a", "1"), ("INCR",), ("DEL",), ("TTL",), ("KEYS",), ("DBSIZE", "x"),

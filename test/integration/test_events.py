@@ -8,7 +8,7 @@ import unittest
 
 import redis
 
-from harness import Daemon
+from harness import Daemon, RawClient, RedisServer
 
 
 class Events(unittest.TestCase):
@@ -130,3 +130,77 @@ class Events(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RespPubSub(unittest.TestCase):
+    def test_keyspace_notifications_over_resp(self):
+        d = Daemon(workers=2, config="[daemon]\nsweep_ms = 100\n[collection 0]\nexpired_events = yes\n"
+                                     "[collection 1]\nbuckets = 16\n")
+        try:
+            r = redis.Redis(port=d.port, socket_timeout=10)
+            ps = r.pubsub()
+            ps.subscribe("__keyevent@0__:expired")
+            ps.psubscribe("__keyspace@0__:*", "__perfcached__:*")
+            for _ in range(3):  # the three subscribe confirmations
+                self.assertIsNotNone(ps.get_message(timeout=5))
+            # Subscribed mode: only (P)SUBSCRIBE / (P)UNSUBSCRIBE / PING / QUIT (raw bytes, as Redis).
+            raw = RawClient(d.port)
+            self.assertEqual(raw.call("SUBSCRIBE", "a", "b"),
+                             b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n")
+            self.assertEqual(raw.read_reply(), b"*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n")
+            self.assertEqual(raw.call("GET", "x"),
+                             b"-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                             b"QUIT / RESET are allowed in this context\r\n")
+            self.assertEqual(raw.call("PING"), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+            self.assertEqual(raw.call("UNSUBSCRIBE", "a"), b"*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n")
+            self.assertEqual(raw.call("UNSUBSCRIBE"), b"*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n")
+            self.assertEqual(raw.call("GET", "x"), b"$-1\r\n")  # back to normal mode
+            raw.close()
+            w = redis.Redis(port=d.port, socket_timeout=10)
+            w.set("call:1", "v", px=150)
+            got = {}
+            deadline = time.time() + 10
+            while time.time() < deadline and len(got) < 2:
+                m = ps.get_message(timeout=1)
+                if m and m["type"] in ("message", "pmessage") and m["channel"].startswith(b"__key"):
+                    got[m["channel"]] = m["data"]
+            self.assertEqual(got.get(b"__keyevent@0__:expired"), b"call:1")
+            self.assertEqual(got.get(b"__keyspace@0__:call:1"), b"expired")
+            # Growth events go out on __perfcached__:E_PERF_GROWN with JSON params.
+            w1 = redis.Redis(port=d.port, db=1, socket_timeout=10)
+            p = w1.pipeline(transaction=False)
+            for i in range(3000):
+                p.set("g:%d" % i, "v")
+            p.execute()
+            deadline = time.time() + 10
+            grown = None
+            while time.time() < deadline and grown is None:
+                m = ps.get_message(timeout=1)
+                if m and m["type"] == "pmessage" and m["channel"] == b"__perfcached__:E_PERF_GROWN":
+                    grown = json.loads(m["data"])
+            self.assertIsNotNone(grown)
+            self.assertEqual(grown["collection"], "1")
+            ps.unsubscribe()
+            ps.punsubscribe()
+            ps.close()
+            # With nobody subscribed, no worker is registered for events.
+            deadline = time.time() + 5
+            while time.time() < deadline:
+                subs = [s for s in self.subscribers(d) if s.startswith("unix:@")]
+                if not subs:
+                    break
+                time.sleep(0.2)
+            self.assertEqual(subs, [])
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def subscribers(self, d):
+        me = os.path.join(d.workdir, "mi-c.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.bind(me)
+        s.settimeout(5)
+        s.sendto(b'{"jsonrpc":"2.0","id":1,"method":"subscribers_list"}', os.path.join(d.workdir, "mi.sock"))
+        rep = json.loads(s.recv(65536))
+        s.close()
+        os.unlink(me)
+        return [x["socket"] for x in rep["result"]["Subscribers"]]

@@ -20,7 +20,7 @@ stage "unit tests ($BUILD/bin/unit_tests)"
 "$BUILD/bin/unit_tests" > "$log/unit" 2>&1
 rc=$?
 tail -n 3 "$log/unit"
-n=$(grep -oE '\(([0-9]+) tests' "$log/unit" | grep -oE '[0-9]+' | tail -1)
+n=$(grep -oE '[0-9]+ tests,' "$log/unit" | grep -oE '[0-9]+' | tail -1)
 f=$(grep -oE '\(([0-9]+) failures' "$log/unit" | grep -oE '[0-9]+' | tail -1)
 n=${n:-0}; f=${f:-0}
 if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; grep -B2 -A20 -i "error\|failure" "$log/unit" | head -60; fi

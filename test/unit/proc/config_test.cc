@@ -231,7 +231,7 @@ TEST(Config, UnknownKeyListsTheSection) {
   STRCMP_EQUAL("F:3: unknown key 'arena' in [memory] (expected one of: arena_mb, arena_cap_mb, hugepages, "
                "lock_memory, max_value_mb)",
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
-  STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp)",
+  STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'size' in [collection] (expected buckets, buckets_log2, load_factor, "
                "expired_events)",

@@ -64,7 +64,7 @@ SETTINGS := $(BUILD)/.settings
 $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETTINGS) || \
   echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' > $(SETTINGS))
 
-.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration \
+.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration daemon-san \
         check-deps format-check clean run
 
 all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
@@ -170,7 +170,16 @@ integration: $(DAEMON_BIN)
 	$(Q)cd test/integration && /usr/bin/python3 -m unittest discover -v -p 'test_*.py'
 
 check-asan: deps
-	$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 unit soak-short
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 unit soak-short daemon-san
+	$(Q)cd test/integration && PERFCACHED_BIN=$(CURDIR)/build-asan/bin/perfcached \
+	  /usr/bin/python3 -m unittest discover -p 'test_*.py'
+	$(Q)! grep -l "AddressSanitizer\|runtime error" /tmp/perfcached-test-*/perfcached.log 2>/dev/null
+
+# The daemon built into $(BUILD)/bin (used by check-asan for the integration tests).
+daemon-san: $(BUILD)/bin/perfcached
+$(BUILD)/bin/perfcached: $(BUILD)/$(DAEMON_MAIN:.cc=.o) $(DAEMON_LIB) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=thread OPT=-O1 unit UNIT_ARGS="-g Threads"

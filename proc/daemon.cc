@@ -277,6 +277,12 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     LOG_ERR("cannot create the arena: %s", err.c_str());
     return 1;
   }
+  // Unmapped when the supervisor returns (children leave with _exit and
+  // never run it); by then every child is gone.
+  struct ArenaGuard {
+    mem::Arena* a;
+    ~ArenaGuard() { mem::Arena::Destroy(a); }
+  } arena_guard{a};
   LOG_NOTICE("arena: %d MiB committed, cap %zu MiB, tier %s (%s)", cfg.arena_mb,
              a->cap_bytes() >> 20, mem::TierName(a->tier()), a->tier_note());
   uint64_t seed = 0;
@@ -465,6 +471,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     }
   }
   if (!o.foreground && !cfg.pid_file.empty()) unlink(cfg.pid_file.c_str());
+  for (int fd : lfds) close(fd);
   LOG_NOTICE("stopped");
   return 0;
 }

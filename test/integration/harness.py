@@ -13,7 +13,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, "bin", "perfcached")
+BIN = os.environ.get("PERFCACHED_BIN", os.path.join(ROOT, "bin", "perfcached"))
 
 
 def free_port():

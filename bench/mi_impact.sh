@@ -15,7 +15,13 @@ bin/perfcached -D -o listen.resp=127.0.0.1:$PORT -o memory.arena_mb=512 -o memor
   -o mi.fifo_name=$W/fifo -o mi.datagram=$W/mi.sock -o mi.reply_dir=$W/ > $W/log 2>&1 &
 PID=$!
 MIPID=""
-cleanup() { [ -n "$MIPID" ] && kill "$MIPID" 2>/dev/null; kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; rm -rf "$W"; }
+cleanup() {
+  set +e  # a cleanup step that fails must not skip the others (the daemon above all)
+  [ -n "$MIPID" ] && kill "$MIPID" 2>/dev/null
+  kill "$PID" 2>/dev/null
+  wait "$PID" 2>/dev/null
+  rm -rf "$W"
+}
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
 echo "mi_impact: preloading $KEYS keys"

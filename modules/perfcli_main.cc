@@ -4,10 +4,12 @@
 //   perfcli mi CMD [value ...]          positional params (sent as strings, as opensips-cli does)
 //   perfcli mi CMD name=value ...       named params
 //   options: --fifo PATH (default /run/perfcached/perfcached_fifo), --reply-dir DIR (/tmp/),
-//            --datagram PATH, -r (raw one-line JSON), -t SECONDS (timeout, default 5)
+//            --datagram PATH, --http URL (http://host:port, POST /mi; --token T for the
+//            bearer token off loopback), -r (raw one-line JSON), -t SECONDS (timeout, default 5)
 // Exit 0 with the result on stdout; 1 with the JSON-RPC error on stderr; 2
 // when the daemon cannot be reached or does not answer in time.
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -35,7 +37,8 @@ int64_t NowMs() {
 
 void Usage() {
   std::fprintf(stderr,
-               "usage: perfcli [--fifo PATH | --datagram PATH] [--reply-dir DIR] [-r] [-t SECONDS]\n"
+               "usage: perfcli [--fifo PATH | --datagram PATH | --http URL [--token T]] [--reply-dir DIR]\n"
+               "               [-r] [-t SECONDS]\n"
                "               mi COMMAND [value ... | name=value ...]\n"
                "  e.g. perfcli mi which\n"
                "       perfcli mi perf_keys 'sess-*' sessions 50\n"
@@ -129,10 +132,61 @@ bool ViaDatagram(const std::string& sock, const std::string& body, int timeout_m
   return ok;
 }
 
+// POST the request to http://host:port/mi (HTTP/1.0: the server closes
+// after the reply, so the body ends at EOF).
+bool ViaHttp(const std::string& url, const std::string& token, const std::string& body,
+             int timeout_ms, std::string* out, std::string* err) {
+  std::string rest = url.rfind("http://", 0) == 0 ? url.substr(7) : url;
+  std::string hostport = rest.substr(0, rest.find('/'));
+  size_t colon = hostport.rfind(':');
+  std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  std::string port = colon == std::string::npos ? "80" : hostport.substr(colon + 1);
+  if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) {
+    *err = "cannot resolve " + hostport;
+    return false;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  bool ok = false;
+  if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    *err = "cannot connect to " + hostport + ": " + std::strerror(errno);
+  } else {
+    std::string req = "POST /mi HTTP/1.0\r\nHost: " + hostport +
+                      "\r\nContent-Type: application/json\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n";
+    if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
+    req += "\r\n" + body;
+    std::string resp;
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<size_t>(n));
+    }
+    size_t hdr_end = resp.find("\r\n\r\n");
+    int status = resp.size() > 12 ? std::atoi(resp.c_str() + 9) : 0;
+    if (hdr_end == std::string::npos || status == 0) {
+      *err = "no reply from " + hostport;
+    } else if (status != 200) {
+      *err = "HTTP " + std::to_string(status) + " from " + hostport + ": " + resp.substr(hdr_end + 4);
+    } else {
+      *out = resp.substr(hdr_end + 4);
+      ok = true;
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(res);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string fifo = "/run/perfcached/perfcached_fifo", reply_dir = "/tmp/", dgram;
+  std::string fifo = "/run/perfcached/perfcached_fifo", reply_dir = "/tmp/", dgram, http_url, token;
   bool raw = false;
   int timeout_s = 5;
   int i = 1;
@@ -141,6 +195,8 @@ int main(int argc, char** argv) {
     if (a == "--fifo" && i + 1 < argc) fifo = argv[++i];
     else if (a == "--reply-dir" && i + 1 < argc) reply_dir = argv[++i];
     else if (a == "--datagram" && i + 1 < argc) dgram = argv[++i];
+    else if (a == "--http" && i + 1 < argc) http_url = argv[++i];
+    else if (a == "--token" && i + 1 < argc) token = argv[++i];
     else if (a == "-r") raw = true;
     else if (a == "-t" && i + 1 < argc) timeout_s = std::atoi(argv[++i]);
     else if (a == "-h" || a == "--help") {
@@ -174,8 +230,9 @@ int main(int argc, char** argv) {
   }
   Json req{{"jsonrpc", "2.0"}, {"id", std::to_string(getpid() % 32768)}, {"method", cmd}, {"params", params}};
   std::string body = req.dump(), out, err;
-  bool ok = dgram.empty() ? ViaFifo(fifo, reply_dir, body, timeout_s * 1000, &out, &err)
-                          : ViaDatagram(dgram, body, timeout_s * 1000, &out, &err);
+  bool ok = !http_url.empty() ? ViaHttp(http_url, token, body, timeout_s * 1000, &out, &err)
+            : !dgram.empty()  ? ViaDatagram(dgram, body, timeout_s * 1000, &out, &err)
+                              : ViaFifo(fifo, reply_dir, body, timeout_s * 1000, &out, &err);
   if (!ok) {
     std::fprintf(stderr, "perfcli: %s\n", err.c_str());
     return 2;

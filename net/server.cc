@@ -244,18 +244,26 @@ void Server::OnAccept(evutil_socket_t, short, void* arg) {
 void Server::OnRead(evutil_socket_t, short, void* arg) {
   auto* c = static_cast<Conn*>(arg);
   Server* s = c->srv;
-  // Read a large bulk in big steps; otherwise 16 KiB at a time.
-  size_t want = c->parser.bulk_remaining() > 16384 ? c->parser.bulk_remaining() : 16384;
-  if (want > (1u << 20)) want = 1u << 20;
-  size_t old = c->in.size();
-  c->in.resize(old + want);
-  ssize_t n = read(c->fd, c->in.data() + old, want);
+  // Read a large bulk in big steps straight into the connection's buffer;
+  // otherwise into a per-worker scratch buffer and append only what came
+  // (growing a std::string by 16 KiB per read would zero 16 KiB each time).
+  static char scratch[16384];
+  size_t remaining = c->parser.bulk_remaining();
+  ssize_t n;
+  if (remaining > sizeof scratch) {
+    size_t want = remaining > (1u << 20) ? (1u << 20) : remaining;
+    size_t old = c->in.size();
+    c->in.resize(old + want);
+    n = read(c->fd, c->in.data() + old, want);
+    c->in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+  } else {
+    n = read(c->fd, scratch, sizeof scratch);
+    if (n > 0) c->in.append(scratch, static_cast<size_t>(n));
+  }
   if (n <= 0) {
-    c->in.resize(old);
     if (n == 0 || (errno != EAGAIN && errno != EINTR)) s->Close(c);
     return;
   }
-  c->in.resize(old + static_cast<size_t>(n));
   s->Count(kCtrBytesIn, static_cast<uint64_t>(n));
   c->last_ms = WallMs();
   if (c->in.size() - c->in_pos > kQueryBufMax) {

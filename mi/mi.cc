@@ -289,9 +289,11 @@ FrameResult ParseFifoFrame(std::string_view buf, size_t* pos, Frame* out) {
     return FrameResult::kNeedMore;
   }
   if (buf[i] != ':') {
-    // Not a frame: drop everything up to the next ':' that starts a line.
-    size_t nl = buf.find('\n', i);
-    *pos = nl == std::string_view::npos ? buf.size() : nl + 1;
+    // Not a frame (e.g. the tail of a dropped oversize request): skip to the
+    // next ':' where a frame may start. Clients send no separator between
+    // requests, so resyncing on a newline would swallow the next request.
+    size_t colon = buf.find(':', i);
+    *pos = colon == std::string_view::npos ? buf.size() : colon;
     return FrameResult::kGarbage;
   }
   size_t colon = buf.find(':', i + 1);

@@ -168,6 +168,11 @@ TEST(FifoFrame, BadNamesAndBadJson) {
   CHECK(mi::ParseFifoFrame(h, &pos, &f) == mi::FrameResult::kNeedMore);
   CHECK_EQUAL(0u, pos);
   pos = 0;
+  std::string t = "xxxx\"]}:next:{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"which\"}";
+  CHECK(mi::ParseFifoFrame(t, &pos, &f) == mi::FrameResult::kGarbage);  // resync at ':'
+  CHECK(mi::ParseFifoFrame(t, &pos, &f) == mi::FrameResult::kRequest);
+  STRCMP_EQUAL("next", f.reply_name.c_str());
+  pos = 0;
   std::string d = "garbage line\n";
   CHECK(mi::ParseFifoFrame(d, &pos, &f) == mi::FrameResult::kGarbage);
   CHECK_EQUAL(d.size(), pos);

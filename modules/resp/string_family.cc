@@ -23,6 +23,20 @@ Status ReadString(CmdCtx& c, const cache::TableRef& t, std::string_view key, std
   return s;
 }
 
+// ReadString, replying nil (absent) or the error itself: false means the
+// reply is already written (Redis's ...OrReply convention).
+bool ReadStringOrReply(CmdCtx& c, const cache::TableRef& t, std::string_view key, std::string* out,
+                       cache::ReadInfo* ri) {
+  Status s = ReadString(c, t, key, out, ri);
+  if (s == Status::kOk) return true;
+  if (s == Status::kNotFound) {
+    c.r.Null();
+  } else {
+    ReplyStatus(c, s);
+  }
+  return false;
+}
+
 size_t MaxValue(const CmdCtx& c) { return static_cast<size_t>(c.env.cfg->max_value_mb) << 20; }
 
 // SET / GETEX expiry options. Returns false after replying.
@@ -92,14 +106,7 @@ void CmdGet(CmdCtx& c) {
     return;
   }
   std::string& v = c.env.scratch;
-  s = ReadString(c, t, c.arg(1), &v, nullptr);
-  if (s == Status::kOk) {
-    c.r.Bulk(v);
-  } else if (s == Status::kNotFound) {
-    c.r.Null();
-  } else {
-    ReplyStatus(c, s);
-  }
+  if (ReadStringOrReply(c, t, c.arg(1), &v, nullptr)) c.r.Bulk(v);
 }
 
 void CmdSet(CmdCtx& c) {
@@ -210,16 +217,8 @@ void CmdGetDel(CmdCtx& c) {
   for (int tries = 0; tries < 100; ++tries) {
     std::string v;
     cache::ReadInfo ri;
-    Status s = ReadString(c, t, c.arg(1), &v, &ri);
-    if (s == Status::kNotFound) {
-      c.r.Null();
-      return;
-    }
-    if (s != Status::kOk) {
-      ReplyStatus(c, s);
-      return;
-    }
-    s = cache::DelIfVersion(*c.env.ctx, t, c.arg(1), ri.version);
+    if (!ReadStringOrReply(c, t, c.arg(1), &v, &ri)) return;
+    Status s = cache::DelIfVersion(*c.env.ctx, t, c.arg(1), ri.version);
     if (s == Status::kOk) {
       c.r.Bulk(v);
       return;
@@ -238,15 +237,7 @@ void CmdGetEx(CmdCtx& c) {
   ExpireOpt o;
   if (!ParseExpireOpts(c, 2, false, "getex", &o) || !CurrentTable(c, &t)) return;
   std::string v;
-  Status s = ReadString(c, t, c.arg(1), &v, nullptr);
-  if (s == Status::kNotFound) {
-    c.r.Null();
-    return;
-  }
-  if (s != Status::kOk) {
-    ReplyStatus(c, s);
-    return;
-  }
+  if (!ReadStringOrReply(c, t, c.arg(1), &v, nullptr)) return;
   if (o.has_expire || o.persist) {
     bool changed;
     (void)cache::SetExpire(*c.env.ctx, t, c.arg(1), o.persist ? 0 : o.expire_ms,

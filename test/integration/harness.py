@@ -227,3 +227,59 @@ class RawClient:
             return False
         except ConnectionResetError:
             return True
+
+
+def wait_for_path(path, timeout=10.0):
+    """Wait (bounded) until a FIFO / socket file exists."""
+    deadline = time.time() + timeout
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.05)
+    return os.path.exists(path)
+
+
+_mi_seq = [0]
+
+
+def mi_fifo_raw(fifo, reply_dir, payload, reply=True, timeout=5.0):
+    """One request the way opensips-cli sends it (":name:" + JSON) on the MI
+    FIFO; returns the reply bytes (b"" when none came within timeout)."""
+    _mi_seq[0] += 1
+    name = "perfcached_test_reply_%d_%d" % (os.getpid(), _mi_seq[0])
+    path = os.path.join(reply_dir, name)
+    os.mkfifo(path, 0o600)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a reader exists before the request goes out
+    try:
+        with open(fifo, "wb", buffering=0) as f:
+            f.write((":%s:" % (name if reply else "")).encode() + payload)
+        data, deadline = b"", time.time() + timeout
+        while time.time() < deadline:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            if chunk:
+                data += chunk
+            elif data:
+                break  # the server wrote its line and closed
+            else:
+                time.sleep(0.01)
+        return data
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def mi_datagram_raw(sock_path, payload, workdir, timeout=5.0):
+    """One request on the MI datagram socket; returns the reply datagram."""
+    _mi_seq[0] += 1
+    me = os.path.join(workdir, "mi-client-%d-%d.sock" % (os.getpid(), _mi_seq[0]))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(me)
+    s.settimeout(timeout)
+    try:
+        s.sendto(payload, sock_path)
+        return s.recv(1 << 20)
+    finally:
+        s.close()
+        os.unlink(me)

@@ -11,7 +11,7 @@ import unittest
 
 import redis  # Debian's python3-redis
 
-from harness import BIN, Daemon, RawClient, children, encode, free_port
+from harness import BIN, Daemon, RawClient, children, encode
 
 
 class Basics(unittest.TestCase):

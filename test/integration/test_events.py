@@ -8,7 +8,7 @@ import unittest
 
 import redis
 
-from harness import Daemon, RawClient, RedisServer
+from harness import Daemon, RawClient, mi_datagram_raw, wait_for_path
 
 
 class Events(unittest.TestCase):
@@ -25,26 +25,15 @@ class Events(unittest.TestCase):
     def start(self, config, overrides=()):
         self.d = Daemon(workers=1, config=config, overrides=overrides)
         self.mi_path = os.path.join(self.d.workdir, "mi.sock")
-        deadline = time.time() + 10
-        while not os.path.exists(self.mi_path) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for_path(self.mi_path)
         self.listen_path = os.path.join(self.d.workdir, "events.sock")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(self.listen_path)
         self.sock.settimeout(10)
 
     def mi(self, method, params):
-        me = os.path.join(self.d.workdir, "mi-client.sock")
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        s.bind(me)
-        s.settimeout(5)
-        try:
-            s.sendto(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode(),
-                     self.mi_path)
-            return json.loads(s.recv(65536))
-        finally:
-            s.close()
-            os.unlink(me)
+        req = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+        return json.loads(mi_datagram_raw(self.mi_path, req, self.d.workdir))
 
     def subscribe(self, event, expire=60):
         rep = self.mi("event_subscribe", [event, "unix:" + self.listen_path, str(expire)])
@@ -195,12 +184,6 @@ class RespPubSub(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
     def subscribers(self, d):
-        me = os.path.join(d.workdir, "mi-c.sock")
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        s.bind(me)
-        s.settimeout(5)
-        s.sendto(b'{"jsonrpc":"2.0","id":1,"method":"subscribers_list"}', os.path.join(d.workdir, "mi.sock"))
-        rep = json.loads(s.recv(65536))
-        s.close()
-        os.unlink(me)
+        rep = json.loads(mi_datagram_raw(os.path.join(d.workdir, "mi.sock"),
+                                         b'{"jsonrpc":"2.0","id":1,"method":"subscribers_list"}', d.workdir))
         return [x["socket"] for x in rep["result"]["Subscribers"]]

@@ -2,15 +2,13 @@
 # Copyright (c) 2026 the perfcached authors.
 import json
 import os
-import socket
 import subprocess
-import threading
 import time
 import unittest
 
 import redis
 
-from harness import ROOT, Daemon
+from harness import ROOT, Daemon, mi_datagram_raw, mi_fifo_raw, wait_for_path
 
 PERFCLI = os.path.join(ROOT, "bin", "perfcli")
 
@@ -19,10 +17,7 @@ class MiFifo(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = Daemon(workers=1)
-        deadline = time.time() + 10
-        while not os.path.exists(cls.d.fifo) and time.time() < deadline:
-            time.sleep(0.05)
-        cls.n = 0
+        wait_for_path(cls.d.fifo)
 
     @classmethod
     def tearDownClass(cls):
@@ -31,40 +26,7 @@ class MiFifo(unittest.TestCase):
         assert not os.path.exists(cls.d.fifo), "FIFO left behind"
 
     def raw(self, payload, reply=True, timeout=5.0):
-        """Write one request the way opensips-cli does; return the reply line."""
-        MiFifo.n += 1
-        name = "perfcached_test_reply_%d_%d" % (os.getpid(), MiFifo.n)
-        path = os.path.join(self.d.workdir, name)
-        os.mkfifo(path, 0o666)
-        out = {}
-
-        def reader():
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            data = b""
-            deadline = time.time() + timeout
-            while time.time() < deadline:
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    time.sleep(0.01)
-                    continue
-                if chunk:
-                    data += chunk
-                elif data:
-                    break
-                else:
-                    time.sleep(0.01)
-            os.close(fd)
-            out["data"] = data
-
-        t = threading.Thread(target=reader)
-        t.start()
-        time.sleep(0.05)  # the reply FIFO has a reader before the request goes out
-        with open(self.d.fifo, "wb", buffering=0) as f:
-            f.write((":%s:" % (name if reply else "")).encode() + payload)
-        t.join(timeout + 1)
-        os.unlink(path)
-        return out.get("data", b"")
+        return mi_fifo_raw(self.d.fifo, self.d.workdir, payload, reply, timeout)
 
     def call(self, method, params=None):
         req = {"jsonrpc": "2.0", "id": "266", "method": method, "params": params if params is not None else {}}
@@ -135,9 +97,7 @@ class FifoOwner(unittest.TestCase):
     def test_fifo_user_and_group(self):
         d = Daemon(workers=1, overrides=("mi.fifo_user=nobody", "mi.fifo_group=0", "mi.fifo_mode=0640"))
         try:
-            deadline = time.time() + 10
-            while not os.path.exists(d.fifo) and time.time() < deadline:
-                time.sleep(0.05)
+            wait_for_path(d.fifo)
             time.sleep(0.1)
             st = os.stat(d.fifo)
             self.assertEqual((st.st_uid, st.st_gid), (65534, 0))
@@ -151,25 +111,14 @@ class MiDatagram(unittest.TestCase):
     def setUpClass(cls):
         cls.d = Daemon(workers=1)
         cls.sock_path = os.path.join(cls.d.workdir, "mi.sock")
-        deadline = time.time() + 10
-        while not os.path.exists(cls.sock_path) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for_path(cls.sock_path)
 
     @classmethod
     def tearDownClass(cls):
         assert cls.d.stop() == 0
 
     def dgram(self, payload):
-        me = os.path.join(self.d.workdir, "client-%d-%d.sock" % (os.getpid(), threading.get_ident()))
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        s.bind(me)
-        s.settimeout(5)
-        try:
-            s.sendto(payload, self.sock_path)
-            return s.recv(65536)
-        finally:
-            s.close()
-            os.unlink(me)
+        return mi_datagram_raw(self.sock_path, payload, self.d.workdir)
 
     def call(self, method, params=None):
         req = {"jsonrpc": "2.0", "id": 7, "method": method}
@@ -244,9 +193,7 @@ class PerfCli(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = Daemon(workers=1)
-        deadline = time.time() + 10
-        while not os.path.exists(cls.d.fifo) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for_path(cls.d.fifo)
 
     @classmethod
     def tearDownClass(cls):
@@ -281,9 +228,7 @@ class MiAdmin(unittest.TestCase):
     def test_create_resize_rename_drop(self):
         d = Daemon(workers=1, overrides=("daemon.allow_create=yes",))
         sock = os.path.join(d.workdir, "mi.sock")
-        deadline = time.time() + 10
-        while not os.path.exists(sock) and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for_path(sock)
         helper = MiDatagram("test_commands_and_errors")
         helper.d, helper.sock_path = d, sock
         try:

@@ -3,13 +3,10 @@
 import http.client
 import json
 import os
-import socket
 import subprocess
-import threading
-import time
 import unittest
 
-from harness import ROOT, Daemon, free_port
+from harness import ROOT, Daemon, free_port, mi_datagram_raw, mi_fifo_raw, wait_for_path
 
 PERFCLI = os.path.join(ROOT, "bin", "perfcli")
 
@@ -51,53 +48,16 @@ CALLS = [
 ]
 
 
-def wait_for(path):
-    deadline = time.time() + 10
-    while not os.path.exists(path) and time.time() < deadline:
-        time.sleep(0.05)
-
-
 class Transport:
     def __init__(self, d, http_port):
         self.d, self.http_port = d, http_port
         self.n = 0
 
     def fifo(self, req):
-        self.n += 1
-        name = "allreply_%d_%d" % (os.getpid(), self.n)
-        path = os.path.join(self.d.workdir, name)
-        os.mkfifo(path, 0o600)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with open(self.d.fifo, "wb", buffering=0) as f:
-            f.write((":%s:" % name).encode() + req)
-        data, deadline = b"", time.time() + 5
-        while time.time() < deadline:
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                time.sleep(0.01)
-                continue
-            if chunk:
-                data += chunk
-            elif data:
-                break
-            else:
-                time.sleep(0.01)
-        os.close(fd)
-        os.unlink(path)
-        return data
+        return mi_fifo_raw(self.d.fifo, self.d.workdir, req)
 
     def datagram(self, req):
-        me = os.path.join(self.d.workdir, "all-%d.sock" % threading.get_ident())
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        s.bind(me)
-        s.settimeout(5)
-        try:
-            s.sendto(req, os.path.join(self.d.workdir, "mi.sock"))
-            return s.recv(1 << 20)
-        finally:
-            s.close()
-            os.unlink(me)
+        return mi_datagram_raw(os.path.join(self.d.workdir, "mi.sock"), req, self.d.workdir)
 
     def http(self, req):
         c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
@@ -113,8 +73,8 @@ class EveryCommandEveryTransport(unittest.TestCase):
         cls.http_port = free_port()
         cls.d = Daemon(workers=1, overrides=("listen.http=127.0.0.1:%d" % cls.http_port,
                                              "daemon.allow_create=yes"))
-        wait_for(cls.d.fifo)
-        wait_for(os.path.join(cls.d.workdir, "mi.sock"))
+        wait_for_path(cls.d.fifo)
+        wait_for_path(os.path.join(cls.d.workdir, "mi.sock"))
         cls.t = Transport(cls.d, cls.http_port)
 
     @classmethod
@@ -177,8 +137,8 @@ class KillOverEachTransport(unittest.TestCase):
             with self.subTest(transport=transport):
                 hp = free_port()
                 d = Daemon(workers=1, overrides=("listen.http=127.0.0.1:%d" % hp,))
-                wait_for(d.fifo)
-                wait_for(os.path.join(d.workdir, "mi.sock"))
+                wait_for_path(d.fifo)
+                wait_for_path(os.path.join(d.workdir, "mi.sock"))
                 t = Transport(d, hp)
                 req = b'{"jsonrpc":"2.0","id":1,"method":"kill","params":[]}'
                 self.assertEqual(json.loads(getattr(t, transport)(req))["result"], "OK")

@@ -10,7 +10,7 @@ import unittest
 
 import redis
 
-from harness import BIN, ROOT, Daemon, children, free_port, wait_port
+from harness import BIN, ROOT, Daemon, free_port, wait_port
 
 
 class Daemonize(unittest.TestCase):

@@ -292,6 +292,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
         Off rec = SlotAt(*b, static_cast<int>(i));
         int64_t e = RecView{a.At(rec)}.expire();
         if (e != 0 && e <= now) {
+          RaiseFloor(h, RecView{a.At(rec)}.version());
           c.dead.push_back(rec);
           continue;
         }
@@ -330,6 +331,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
         Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
         int64_t e = RecView{a.At(rec)}.expire();
         if (e != 0 && e <= now) {
+          RaiseFloor(h, RecView{a.At(rec)}.version());
           mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
           h.ovf.count.fetch_sub(1, std::memory_order_relaxed);
           c.dead.push_back(rec);

@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include <charconv>
 #include <cstring>
+#include <vector>
 
 #include "cache/hash.h"
 #include "cache/table.h"
@@ -132,20 +133,51 @@ struct KeyLock {
   Bucket* b = nullptr;
   uint64_t idx = 0;
   Off rec = 0;
+  int slot = -1;          // the record's slot in b, or -1
+  Off node = 0;           // its overflow node (slot == -1)
+  Off* link = nullptr;    // the link that points at node
   bool ovf_locked = false;
 };
 
 bool LockKey(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, KeyLock* k) {
   k->b = LockRouted(c, h, hash, &k->idx);
   if (!k->b) return false;
-  if (FindInBucket(c.arena, *k->b, TagOf(hash), key, &k->rec) < 0 &&
-      h.ovf.count.load(std::memory_order_acquire) != 0) {
+  k->slot = FindInBucket(c.arena, *k->b, TagOf(hash), key, &k->rec);
+  if (k->slot < 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
     LockOverflow(c, h);
     k->ovf_locked = true;
-    Off node = OvfFind(c.arena, h, hash, key, nullptr);
-    if (node) k->rec = mem::LoadRelaxed32(c.arena.At(node) + kNodeRec);
+    k->node = OvfFind(c.arena, h, hash, key, &k->link);
+    if (k->node) k->rec = mem::LoadRelaxed32(c.arena.At(k->node) + kNodeRec);
   }
   return true;
+}
+
+// The seqlock that brackets changes of the locked key's record.
+std::atomic<uint32_t>& KeySeq(TableHeader& h, const KeyLock& k) {
+  return k.node ? h.ovf.seq : k.b->seq;
+}
+
+// Unlink the locked key's record (raising the version floor first). The
+// caller frees k.rec (and k.node) after unlocking.
+void UnlinkKeyLocked(const mem::Arena& a, TableHeader& h, const KeyLock& k) {
+  RaiseFloor(h, RecView{a.At(k.rec)}.version());
+  if (k.slot >= 0) {
+    Bucket& b = *k.b;
+    int last = static_cast<int>(Used(TagsHi(b))) - 1;
+    WriteBegin(b);
+    if (k.slot != last) {
+      SetSlot(b, k.slot, SlotAt(b, last));
+      SetTag(b, k.slot, GetTag(b, last));
+    }
+    SetUsed(b, static_cast<uint32_t>(last));
+    SetSlot(b, last, 0);
+    WriteEnd(b);
+  } else if (k.node) {
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    mem::StoreRelaxed32(k.link, mem::LoadRelaxed32(a.At(k.node) + kNodeNext));
+    h.ovf.count.fetch_sub(1, std::memory_order_release);
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+  }
 }
 
 void UnlockKey(TableHeader& h, const KeyLock& k) {
@@ -161,7 +193,6 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
   const mem::Arena& a = c.arena;
   uint64_t hash = HashOf(c, key);
   uint8_t tag = TagOf(hash);
-  int64_t now = NowMs(c);
   Count(c, h, kStatReads);
   ReadInfo ri;
   for (int tries = 0;; ++tries) {
@@ -206,7 +237,8 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
       }
     }
     if (!Live(h, t)) return Status::kStale;
-    if (rec == 0 || Expired(ri.expire_ms, now)) {
+    // The clock is read only for records that can expire.
+    if (rec == 0 || (ri.expire_ms != 0 && Expired(ri.expire_ms, NowMs(c)))) {
       Count(c, h, kStatMisses);
       return Status::kNotFound;
     }
@@ -230,34 +262,46 @@ Status BuildRecord(Ctx& c, uint8_t type, std::string_view key, std::string_view 
   mem::StoreRelaxed8(p + kOffType, type);
   mem::StoreRelaxed16(p + kOffKlen, static_cast<uint16_t>(key.size()));
   mem::StoreRelaxed32(p + kOffVlen, static_cast<uint32_t>(value.size()));
-  mem::StoreRelaxed64(p + kOffExpire, static_cast<uint64_t>(expire_ms));
-  mem::StoreRelaxed32(p + kOffVersion, 0);
+  RecView{p}.set_meta(expire_ms, 0);  // the version is set under the lock
   mem::AtomicCopyIn(p + kRecHdr, key.data(), key.size());
   mem::AtomicCopyIn(p + ValueOffset(type, key.size()), value.data(), value.size());
   *out = rec;
   return Status::kOk;
 }
 
+// Value bytes of a record that fit its cell (0 when the header is not sane).
+size_t ClampedVlen(const mem::Arena& a, Off rec, uint8_t type, size_t klen) {
+  size_t bound = mem::CellBound(a, rec);
+  size_t voff = ValueOffset(type, klen);
+  if (voff > bound) return 0;
+  size_t vlen = RecView{a.At(rec)}.vlen();
+  return vlen > bound - voff ? bound - voff : vlen;
+}
+
 bool SameValue(const mem::Arena& a, Off old, Off fresh, size_t klen) {
   RecView o{a.At(old)}, n{a.At(fresh)};
   if (o.type() != n.type() || o.vlen() != n.vlen()) return false;
   uint32_t vlen = n.vlen();
-  if (vlen > 4096) return false;  // not worth a compare under the lock
+  if (vlen > 4096 || ClampedVlen(a, old, o.type(), klen) != vlen) return false;
   const char* nv = n.value(n.type(), klen);
   return mem::AtomicEqual(o.value(o.type(), klen), std::string_view(nv, vlen));
 }
 
+// A record's value as a client reads it. The caller owns the record (it is
+// unlinked by this process, or still private): nobody frees it meanwhile.
 void FormatValue(const mem::Arena& a, Off rec, size_t klen, std::string* out) {
   RecView v{a.At(rec)};
-  if (v.type() == kTypeInt) {
+  uint8_t type = v.type();
+  size_t vlen = ClampedVlen(a, rec, type, klen);
+  if (type == kTypeInt && vlen == 8) {
     int64_t n = static_cast<int64_t>(mem::LoadRelaxed64(v.value(kTypeInt, klen)));
     char buf[24];
     auto r = std::to_chars(buf, buf + sizeof buf, n);
     out->assign(buf, r.ptr);
     return;
   }
-  out->resize(v.vlen());
-  mem::AtomicCopyOut(out->data(), v.value(v.type(), klen), v.vlen());
+  out->resize(vlen);
+  mem::AtomicCopyOut(out->data(), v.value(type, klen), vlen);
 }
 
 }  // namespace
@@ -360,7 +404,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
   }
   uint64_t hash = HashOf(c, key);
   uint8_t tag = TagOf(hash);
-  int64_t now = NowMs(c);
+  int64_t now = 0;  // read lazily: only a record with an expiry needs it
   Off node = 0;  // overflow node, allocated outside the locks when needed
   for (;;) {
     uint64_t idx;
@@ -382,7 +426,9 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       if (onode) old = mem::LoadRelaxed32(a.At(onode) + kNodeRec);
     }
     RecView ov{old ? a.At(old) : nullptr};
-    bool live_old = old != 0 && !Expired(ov.expire(), now);
+    int64_t old_exp = old ? ov.expire() : 0;
+    if (old_exp != 0 && now == 0) now = NowMs(c);
+    bool live_old = old != 0 && !Expired(old_exp, now);
     Status st = Status::kOk;
     if (o.cond == Cond::kNx && live_old) st = Status::kExists;
     if (o.cond == Cond::kXx && !live_old) st = Status::kNotExists;
@@ -409,25 +455,32 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     }
     RecView nv{a.At(nrec)};
     if (o.had_old) *o.had_old = live_old;
+    // Every change gets a version above every earlier one of the key: the
+    // old record's + 1, or for a new key the table's floor + 1 (record.h).
+    uint64_t ver = o.if_newer ? o.version
+                              : NextVersion(old ? ov.version()
+                                                : h.ver_floor.load(std::memory_order_acquire));
+    if (o.stored_version) *o.stored_version = ver;
     if (live_old && !o.if_newer && SameValue(a, old, nrec, key.size())) {
-      // Versionless TTL bump: same bytes, only the expiry may change. One
-      // atomic store; readers of the bucket are not disturbed.
-      if (!o.keep_ttl) {
-        ov.set_expire(o.expire_ms);
-        LowerHint(a, h, idx, o.expire_ms);
-      }
+      // Same bytes: keep the record, change its expiry and version inside
+      // the bracket (no new cell, no slot change).
+      std::atomic<uint32_t>& seq = onode ? h.ovf.seq : b->seq;
+      int64_t exp = o.keep_ttl ? old_exp : o.expire_ms;
+      seq.fetch_add(1, std::memory_order_acq_rel);
+      ov.set_meta(exp, ver);
+      seq.fetch_add(1, std::memory_order_acq_rel);
+      LowerHint(a, h, idx, exp);
       if (ovf_locked) mem::Unlock(h.ovf.lock);
       mem::Unlock(b->lock);
-      if (o.old_value) FormatValue(a, old, key.size(), o.old_value);
+      // The old value is the new one: format it from our private record,
+      // never from `old`, which another process may free from now on.
+      if (o.old_value) FormatValue(a, nrec, key.size(), o.old_value);
       c.alloc.Free(nrec);
       c.alloc.Free(node);
       Count(c, h, kStatStores);
       return Status::kOk;
     }
-    if (o.keep_ttl && live_old) nv.set_expire(ov.expire());
-    uint32_t ver = o.if_newer ? o.version : (old ? ov.version() + 1 : 1);
-    if (ver == 0) ver = 1;
-    nv.set_version(ver);
+    nv.set_meta(o.keep_ttl && live_old ? old_exp : nv.expire(), ver);
     if (i >= 0) {
       WriteBegin(*b);
       SetSlot(*b, i, nrec);
@@ -487,7 +540,7 @@ Status Del(Ctx& c, const TableRef& t, std::string_view key) {
   return DelImpl(c, t, key, kAnyVersion);
 }
 
-Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key, uint32_t version) {
+Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key, uint64_t version) {
   return DelImpl(c, t, key, version);
 }
 
@@ -511,6 +564,7 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
   }
   if (i >= 0) {
     int last = static_cast<int>(Used(TagsHi(*b))) - 1;
+    RaiseFloor(h, RecView{a.At(rec)}.version());  // before the unlink (record.h)
     WriteBegin(*b);
     if (i != last) {
       SetSlot(*b, i, SlotAt(*b, last));
@@ -531,6 +585,7 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
     }
     if (node != 0) {
       rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      RaiseFloor(h, RecView{a.At(rec)}.version());
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
       h.ovf.count.fetch_sub(1, std::memory_order_release);
@@ -585,10 +640,10 @@ Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, in
           out = Status::kOverflow;
         } else {
           // The bracket: a reader never sees the counter and its version torn.
-          std::atomic<uint32_t>& seq = k.ovf_locked ? h.ovf.seq : k.b->seq;
+          std::atomic<uint32_t>& seq = KeySeq(h, k);
           seq.fetch_add(1, std::memory_order_acq_rel);
           mem::StoreRelaxed64(vp, static_cast<uint64_t>(n));
-          v.set_version(v.version() + 1);
+          v.set_meta(v.expire(), NextVersion(v.version()));
           seq.fetch_add(1, std::memory_order_acq_rel);
           *result = n;
         }
@@ -627,7 +682,7 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
   if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
   RecView v{k.rec ? a.At(k.rec) : nullptr};
   Status st = Status::kOk;
-  bool remove = false;
+  bool removed = false;
   if (!Live(h, t)) {
     st = Status::kStale;
   } else if (k.rec == 0 || Expired(v.expire(), now)) {
@@ -643,20 +698,62 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
       case ExpireCond::kLt: ok = cur == 0 || expire_ms < cur; break;
     }
     if (ok && expire_ms != 0 && expire_ms <= now) {
-      remove = true;  // an expiry in the past deletes, as in Redis
+      // An expiry in the past deletes, as in Redis: under the same lock, so
+      // a SET that lands after us is never the one deleted.
+      UnlinkKeyLocked(a, h, k);
+      removed = true;
     } else if (ok) {
-      v.set_expire(expire_ms);
-      v.set_version(v.version() + 1);
+      std::atomic<uint32_t>& seq = KeySeq(h, k);
+      seq.fetch_add(1, std::memory_order_acq_rel);
+      v.set_meta(expire_ms, NextVersion(v.version()));
+      seq.fetch_add(1, std::memory_order_acq_rel);
       LowerHint(a, h, k.idx, expire_ms);
     }
     *changed = ok;
   }
   UnlockKey(h, k);
-  if (remove) {
-    Status d = Del(c, t, key);
-    (void)d;
+  if (removed) {
+    c.alloc.Free(k.rec);
+    c.alloc.Free(k.node);
+    Count(c, h, kStatDestroyed);
+    Count(c, h, kStatRemoves);
   }
   return st;
+}
+
+Status MSetNx(Ctx& c, const TableRef& t, std::span<const std::string_view> kv, bool* all_set) {
+  *all_set = false;
+  if (kv.size() % 2 != 0) return Status::kInvalid;
+  // A key given twice takes its last value (Redis): keep the last pair of
+  // every key, in the order of their last appearance.
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  pairs.reserve(kv.size() / 2);
+  for (size_t i = 0; i < kv.size(); i += 2) {
+    bool later = false;
+    for (size_t j = i + 2; j < kv.size() && !later; j += 2) later = kv[j] == kv[i];
+    if (!later) pairs.emplace_back(kv[i], kv[i + 1]);
+  }
+  ReadInfo ri;
+  for (auto& [k, v] : pairs) {
+    Status s = Probe(c, t, k, &ri);
+    if (s == Status::kOk) return Status::kOk;
+    if (s != Status::kNotFound) return s;
+  }
+  // All absent a moment ago: set each with NX; if another client wins one
+  // of them meanwhile, undo ours (only if still the version we stored).
+  std::vector<uint64_t> versions(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    StoreOpts so;
+    so.cond = Cond::kNx;
+    so.stored_version = &versions[i];
+    Status s = Set(c, t, pairs[i].first, pairs[i].second, so);
+    if (s != Status::kOk) {
+      for (size_t j = 0; j < i; ++j) (void)DelIfVersion(c, t, pairs[j].first, versions[j]);
+      return s == Status::kExists ? Status::kOk : s;
+    }
+  }
+  *all_set = true;
+  return Status::kOk;
 }
 
 }  // namespace cache

@@ -4,28 +4,36 @@
 
 // Record layout (little-endian, at the start of its cell):
 //
-//   0      1      2        4          8                  16         20
-//   +------+------+--------+----------+------------------+----------+-----+-------+
-//   | cls  | type | klen   | vlen     | expire_ms        | version  | key | value |
-//   | u8   | u8   | u16    | u32      | u64 (atomic)     | u32      |     |       |
-//   +------+------+--------+----------+------------------+----------+-----+-------+
+//   0      1      2        4          8              14       16         20
+//   +------+------+--------+----------+--------------+--------+----------+-----+-------+
+//   | cls  | type | klen   | vlen     | expire_ms    | ver_hi | ver_lo   | key | value |
+//   | u8   | u8   | u16    | u32      | 48 bits      | 16 bits| u32      |     |       |
+//   +------+------+--------+----------+--------------+--------+----------+-----+-------+
+//                                     <-- one u64 (atomic) -->
 //
 // cls      the cell's class byte: written when the chunk is carved, never here
 // type     kTypeString, kTypeInt (value = 8-byte int64 at an 8-aligned
 //          offset), and room for the aggregate encodings
-// expire   absolute unix time in ms, 0 = never. The versionless TTL bump and
-//          EXPIRE store it with one relaxed atomic store under the bucket lock
-// version  per-key write counter (1 on create, +1 per write); "newer wins"
-//          for loaders and replication compares it as serial numbers
-//          (RFC 1982), so wrap-around after 2^32 writes of one key is benign
+// expire   absolute unix time in ms, 0 = never; 48 bits (up to year 10889,
+//          larger expiries are clamped to kMaxExpireMs)
+// version  48 bits (ver_hi:ver_lo), never 0 for a stored record. Every change
+//          of a record (value, TTL-only, counter) gives it a new version that
+//          is larger than every version the key had before, also across DEL
+//          and re-create: a table keeps a floor (TableHeader::ver_floor) that
+//          every removal raises to the removed version *before* unlinking, and
+//          a create starts at floor + 1. Version checks (GETDEL, RENAME, RMW
+//          commands) therefore never mistake a re-created key for the one they
+//          read (no ABA). 2^48 changes of one table's keys would wrap: at one
+//          million writes a second, in nine years.
 //
 // There is no stored hash: the bucket's tag byte does the fast reject, and
 // the only reader of a full hash (a split) recomputes it from the key. That
 // keeps the header at 20 bytes (see docs/engine.md: bytes per key).
 //
-// A record is immutable once published, except expire (above), version
-// alongside it, and the int64 of a kTypeInt record (INCR, under the bucket
-// lock, inside a seqlock bracket). Replacing a value builds a new record.
+// A record is immutable once published, except expire and version (above,
+// changed together inside the bucket's seqlock bracket), and the int64 of a
+// kTypeInt record (INCR, under the bucket lock, inside the bracket).
+// Replacing a value builds a new record.
 
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +61,18 @@ inline constexpr size_t kOffVlen = 4;
 inline constexpr size_t kOffExpire = 8;
 inline constexpr size_t kOffVersion = 16;
 inline constexpr size_t kMaxKey = 65535;
+inline constexpr uint64_t kMetaMask = (uint64_t{1} << 48) - 1;
+inline constexpr int64_t kMaxExpireMs = static_cast<int64_t>(kMetaMask);
+inline constexpr uint64_t kMaxVersion = kMetaMask;
+
+// The version after `v` (48 bits, skipping 0).
+inline constexpr uint64_t NextVersion(uint64_t v) {
+  uint64_t n = (v + 1) & kMaxVersion;
+  return n == 0 ? 1 : n;
+}
+inline constexpr int64_t ClampExpire(int64_t ms) {
+  return ms < 0 ? 0 : (ms > kMaxExpireMs ? kMaxExpireMs : ms);
+}
 
 inline constexpr size_t ValueOffset(uint8_t type, size_t klen) {
   size_t o = kRecHdr + klen;
@@ -69,19 +89,24 @@ struct RecView {
   uint8_t type() const { return mem::LoadRelaxed8(p + kOffType); }
   uint16_t klen() const { return mem::LoadRelaxed16(p + kOffKlen); }
   uint32_t vlen() const { return mem::LoadRelaxed32(p + kOffVlen); }
-  int64_t expire() const { return static_cast<int64_t>(mem::LoadRelaxed64(p + kOffExpire)); }
-  uint32_t version() const { return mem::LoadRelaxed32(p + kOffVersion); }
+  int64_t expire() const {
+    return static_cast<int64_t>(mem::LoadRelaxed64(p + kOffExpire) & kMetaMask);
+  }
+  uint64_t version() const {
+    return (mem::LoadRelaxed64(p + kOffExpire) >> 48) << 32 | mem::LoadRelaxed32(p + kOffVersion);
+  }
   char* key() const { return p + kRecHdr; }
   char* value(uint8_t t, size_t kl) const { return p + ValueOffset(t, kl); }
-  void set_expire(int64_t ms) const {
-    mem::StoreRelaxed64(p + kOffExpire, static_cast<uint64_t>(ms));
+  // Expiry and version together (two stores: a published record changes
+  // only inside its bucket's seqlock bracket, so readers never mix them).
+  void set_meta(int64_t expire_ms, uint64_t version) const {
+    mem::StoreRelaxed32(p + kOffVersion, static_cast<uint32_t>(version));
+    mem::StoreRelaxed64(p + kOffExpire, (static_cast<uint64_t>(ClampExpire(expire_ms)) & kMetaMask) |
+                                            ((version >> 32) & 0xFFFF) << 48);
   }
-  void set_version(uint32_t v) const { mem::StoreRelaxed32(p + kOffVersion, v); }
 };
 
-// Serial-number comparison: is a newer than b?
-inline bool VersionNewer(uint32_t a, uint32_t b) {
-  return static_cast<int32_t>(a - b) > 0;
-}
+// Is version a newer than b? (48-bit versions do not wrap in practice.)
+inline bool VersionNewer(uint64_t a, uint64_t b) { return a > b; }
 
 }  // namespace cache

@@ -108,7 +108,7 @@ Ctx::Ctx(mem::Arena& a, uint32_t s)
 
 int64_t NowMs(const Ctx& c) {
   timespec ts;
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  clock_gettime(CLOCK_REALTIME, &ts);  // exact ms (PX/PTTL as Redis); vDSO, no syscall
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000 + c.clock_skew_ms;
 }
 
@@ -248,8 +248,12 @@ Status OpenCollection(Ctx& c, std::string_view name, TableRef* out) {
   return Status::kOk;
 }
 
-Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
-  TableHeader& h = *t.h;
+namespace {
+
+// Clear every bucket and the overflow table. The admin lock is held, so no
+// split or merge moves keys across the walk (a clear racing a split used to
+// leave the moved keys behind).
+uint64_t ClearLocked(Ctx& c, TableHeader& h) {
   uint64_t n = 0;
   uint64_t nb = detail::RouteBuckets(h.route.load(std::memory_order_acquire));
   // Also clear merged-away buckets above the current size: cheap, and a
@@ -261,10 +265,17 @@ Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
     if (!b) continue;
     if (Used(TagsHi(*b)) == 0) continue;
     detail::LockBucket(c, h, i, *b);
-    WriteBegin(*b);
     uint32_t used = Used(TagsHi(*b));
     if (used > kSlots) used = kSlots;
-    for (uint32_t s = 0; s < used; ++s) c.dead.push_back(SlotAt(*b, static_cast<int>(s)));
+    uint64_t top = 0;
+    for (uint32_t s = 0; s < used; ++s) {
+      Off rec = SlotAt(*b, static_cast<int>(s));
+      c.dead.push_back(rec);
+      uint64_t v = RecView{c.arena.At(rec)}.version();
+      if (v > top) top = v;
+    }
+    detail::RaiseFloor(h, top);  // before the keys go (record.h)
+    WriteBegin(*b);
     mem::StoreRelaxed64(&b->tags_lo, 0);
     mem::StoreRelaxed32(&b->tags_hi, 0);
     if (uint32_t* hint = detail::HintAt(c.arena, h, i)) mem::StoreRelaxed32(hint, 0);
@@ -282,8 +293,10 @@ Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
       Off node = mem::LoadRelaxed32(&heads[i]);
       uint32_t guard = 1u << 20;
       while (node != 0 && guard-- > 0) {
-        Off next = mem::LoadRelaxed32(c.arena.At(node) + 4);
-        c.dead.push_back(mem::LoadRelaxed32(c.arena.At(node) + 8));
+        Off next = mem::LoadRelaxed32(c.arena.At(node) + detail::kNodeNext);
+        Off rec = mem::LoadRelaxed32(c.arena.At(node) + detail::kNodeRec);
+        detail::RaiseFloor(h, RecView{c.arena.At(rec)}.version());
+        c.dead.push_back(rec);
         c.dead.push_back(node);
         node = next;
       }
@@ -298,6 +311,21 @@ Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
   }
   detail::Count(c, h, kStatDestroyed, n);
   detail::Count(c, h, kStatRemoves, n);
+  return n;
+}
+
+}  // namespace
+
+Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
+  TableHeader& h = *t.h;
+  (void)mem::Lock(h.admin, c.tid);
+  if (h.gen.load(std::memory_order_acquire) != t.gen ||
+      h.state.load(std::memory_order_acquire) != kTableLive) {
+    mem::Unlock(h.admin);
+    return Status::kStale;
+  }
+  uint64_t n = ClearLocked(c, h);
+  mem::Unlock(h.admin);
   if (removed) *removed = n;
   return Status::kOk;
 }
@@ -312,13 +340,12 @@ Status DropCollection(Ctx& c, std::string_view name) {
   }
   TableHeader& h = cat->tables[idx];
   h.state.store(kTableDropping, std::memory_order_release);
-  uint32_t gen = h.gen.fetch_add(1) + 1;  // from here, every op on the old gen is stale
+  h.gen.fetch_add(1);  // from here, every op on the old gen is stale
   --cat->count;
   mem::Unlock(cat->lock);
 
   (void)mem::Lock(h.admin);
-  TableRef t{&h, gen, static_cast<uint32_t>(idx)};
-  (void)ClearCollection(c, t, nullptr);
+  (void)ClearLocked(c, h);
   Off* dir = reinterpret_cast<Off*>(c.arena.At(h.dir));
   for (uint32_t s = 0; s < h.nsegs; ++s) {
     Off so = dir[2 * s], ho = dir[2 * s + 1];

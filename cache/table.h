@@ -94,15 +94,32 @@ struct alignas(64) TableHeader {
   uint32_t nsegs;                  // segments allocated (admin lock)
   std::atomic<int64_t> created_ms;
   std::atomic<uint64_t> stat_base[16];  // reset baselines (perf_stats_reset)
+  uint8_t pad_admin[48];
+  // line 6: the version floor (record.h): >= every version a removed record
+  // of this table had; raised before the unlink, read by every create.
+  std::atomic<uint64_t> ver_floor;
+  uint8_t pad_floor[56];
 };
 static_assert(std::is_standard_layout_v<TableHeader>);
+static_assert(std::is_trivially_destructible_v<TableHeader>);
+static_assert(offsetof(TableHeader, name_seq) == 0);
+static_assert(offsetof(TableHeader, state) == 4);
+static_assert(offsetof(TableHeader, gen) == 8);
+static_assert(offsetof(TableHeader, name) == 16);
 static_assert(offsetof(TableHeader, route) == 80);
+static_assert(offsetof(TableHeader, dir) == 88);
 static_assert(offsetof(TableHeader, ovf) == 128);   // own cache line: no false sharing
 static_assert(offsetof(TableHeader, admin) == 192);  // with route / dir / gen
-static_assert(sizeof(TableHeader) == 384);
+static_assert(offsetof(TableHeader, ver_floor) == 384);
+static_assert(sizeof(TableHeader) == 448);
 
 inline constexpr uint32_t kTableExpiredEvents = 1;
 
+// The catalog: the arena's user root points at it. A rename writes the new
+// name into `pending_name` first, then copies it into the entry inside the
+// entry's name seqlock; a process that takes the catalog lock over from a
+// dead holder finishes that copy (roll forward), so a killed rename never
+// leaves a half-written name or an odd name seqlock behind.
 struct Catalog {
   uint32_t magic;                  // kCatalogMagic
   uint32_t count;
@@ -110,9 +127,18 @@ struct Catalog {
   mem::ShmLock lock;               // create / drop / rename
   uint32_t pad;
   Off free_segs;                   // freed segment pairs, linked (admin reuse)
-  uint32_t pad2;
+  uint32_t pending_index;          // rename in flight: entry + 1 (0 = none)
+  char pending_name[64];           // rename in flight: the new name
+  uint8_t pad_tables[32];
   TableHeader tables[kMaxCollections];
 };
+static_assert(std::is_standard_layout_v<Catalog>);
+static_assert(offsetof(Catalog, lock) == 16);
+static_assert(offsetof(Catalog, free_segs) == 24);
+static_assert(offsetof(Catalog, pending_index) == 28);
+static_assert(offsetof(Catalog, pending_name) == 32);
+static_assert(offsetof(Catalog, tables) == 128);
+static_assert(sizeof(Catalog) == 128 + kMaxCollections * sizeof(TableHeader));
 
 // A process's handle on the engine: its arena, allocator slot and scratch.
 struct Ctx {
@@ -176,7 +202,7 @@ struct ReadInfo {
   uint8_t type = 0;
   uint32_t vlen = 0;         // value bytes (for kTypeInt: 8)
   int64_t expire_ms = 0;     // 0 = never
-  uint32_t version = 0;
+  uint64_t version = 0;      // 48 bits, never 0 for a stored record (record.h)
 };
 
 // Copy the value of `key` into buf. kOk: info->vlen bytes copied.
@@ -198,11 +224,12 @@ struct StoreOpts {
   bool keep_ttl = false;       // keep the old record's expiry
   uint8_t type = kTypeString;
   bool check_version = false;  // store only if the current version == expect_version
-  uint32_t expect_version = 0; // (0 = "absent")
+  uint64_t expect_version = 0; // (0 = "absent")
   bool if_newer = false;       // loaders: apply only if `version` is newer
-  uint32_t version = 0;        // with if_newer: the version to store
+  uint64_t version = 0;        // with if_newer: the version to store
   std::string* old_value = nullptr;  // SET .. GET: receives the previous value
   bool* had_old = nullptr;           // set when there was a previous value
+  uint64_t* stored_version = nullptr;  // receives the version now stored
 };
 // kOk, kExists (NX), kNotExists (XX), kVersion, kNoMem, kTooBig, kStale.
 [[nodiscard]] Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view value,
@@ -211,7 +238,14 @@ struct StoreOpts {
 // Delete only if the record's version is still `version` (kVersion if not):
 // the second half of a read-then-delete (RENAME, GETDEL) without a lost write.
 [[nodiscard]] Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key,
-                                  uint32_t version);
+                                  uint64_t version);
+// MSETNX: set every key (kv = key, value, key, value ...) only if none of
+// them exists; a key given twice takes its last value, as in Redis.
+// *all_set says which happened. Not atomic against a concurrent writer of
+// the same keys: a key that appears meanwhile makes it undo what it set
+// (with version-checked deletes) and answer "none set".
+[[nodiscard]] Status MSetNx(Ctx& c, const TableRef& t, std::span<const std::string_view> kv,
+                            bool* all_set);
 // INCRBY semantics of Redis: absent = 0; a string value must parse as int64.
 [[nodiscard]] Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta,
                             int64_t* result);
@@ -294,6 +328,13 @@ inline uint32_t ExpireHint(int64_t expire_ms) {
 Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::string_view key,
             Off** link_out);
 void LowerHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, int64_t expire_ms);
+// Raise the table's version floor to at least v (before unlinking a record
+// of version v). A store only when v is above the floor.
+inline void RaiseFloor(TableHeader& h, uint64_t v) {
+  uint64_t cur = h.ver_floor.load(std::memory_order_relaxed);
+  while (v > cur && !h.ver_floor.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
+  }
+}
 // Strict Redis integer parse (no spaces, no '+', no leading zeros).
 bool ParseInt64(std::string_view s, int64_t* out);
 }  // namespace detail

@@ -44,7 +44,7 @@
 namespace mem {
 
 inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
-inline constexpr uint32_t kArenaLayoutVersion = 1;
+inline constexpr uint32_t kArenaLayoutVersion = 2;  // 2: 48-bit record versions, table version floor
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8

@@ -284,34 +284,16 @@ void CmdMSetNx(CmdCtx& c) {
   }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  cache::ReadInfo ri;
-  for (size_t i = 1; i < c.argc(); i += 2) {
-    if (cache::Probe(*c.env.ctx, t, c.arg(i), &ri) == Status::kOk) {
-      c.r.Int(0);
-      return;
-    }
+  std::vector<std::string_view> kv;
+  kv.reserve(c.argc() - 1);
+  for (size_t i = 1; i < c.argc(); ++i) kv.push_back(c.arg(i));
+  bool all_set = false;
+  Status s = cache::MSetNx(*c.env.ctx, t, kv, &all_set);
+  if (s == Status::kOk) {
+    c.r.Int(all_set ? 1 : 0);
+  } else {
+    ReplyStatus(c, s);
   }
-  // All absent a moment ago: set each with NX; if another client wins one
-  // of them meanwhile, undo ours so that the outcome is all or nothing.
-  cache::StoreOpts so;
-  so.cond = cache::Cond::kNx;
-  for (size_t i = 1; i < c.argc(); i += 2) {
-    Status s = cache::Set(*c.env.ctx, t, c.arg(i), c.arg(i + 1), so);
-    if (s != Status::kOk) {
-      for (size_t j = 1; j < i; j += 2) {
-        if (cache::Probe(*c.env.ctx, t, c.arg(j), &ri) == Status::kOk && ri.version == 1) {
-          (void)cache::DelIfVersion(*c.env.ctx, t, c.arg(j), 1);
-        }
-      }
-      if (s == Status::kExists) {
-        c.r.Int(0);
-      } else {
-        ReplyStatus(c, s);
-      }
-      return;
-    }
-  }
-  c.r.Int(1);
 }
 
 // Read-modify-write with a version check: `fn` turns the old value (absent

@@ -81,7 +81,8 @@ TEST(MemLayout, CacheStructs) {
   CHECK_EQUAL(16u, offsetof(cache::Bucket, tags_hi));
   CHECK_EQUAL(20u, offsetof(cache::Bucket, slot));
   CHECK_EQUAL(64u, offsetof(cache::Bucket, slot) + sizeof(cache::Bucket{}.slot));
-  CHECK_EQUAL(384u, sizeof(cache::TableHeader));
+  CHECK_EQUAL(448u, sizeof(cache::TableHeader));
+  CHECK_EQUAL(384u, offsetof(cache::TableHeader, ver_floor));
   CHECK_EQUAL(80u, offsetof(cache::TableHeader, route));
 }
 

@@ -16,7 +16,8 @@
 // GUARANTEE (Redis SCAN): a key present for the whole scan is returned at
 // least once; a key may be returned twice only if a visit was retried
 // (never within one successful visit). The cursor stays valid across any
-// number of splits and merges.
+// number of splits and merges. A residue whose visits keep overlapping
+// route changes is visited under the table's admin lock (kReadRetries).
 // LIMITS: a residue may cover many buckets when the table grew a lot since
 // the scan started (2^(L-L0) buckets per residue).
 #include <algorithm>
@@ -142,7 +143,12 @@ Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, cons
   std::vector<Item> items;
   if (count == 0) count = 1;
   for (uint32_t k = 0; k < count && r < nres; ++k, ++r) {
-    for (int tries = 0; tries < 64; ++tries) {
+    for (int tries = 0;; ++tries) {
+      // After kReadRetries visits that a split or merge overlapped, visit
+      // under the admin lock: no route change can happen while it is held
+      // (never accept an inconsistent snapshot).
+      bool locked = tries >= kReadRetries;
+      if (locked) (void)mem::Lock(h.admin, c.tid);
       items.clear();
       uint64_t r1 = h.route.load(std::memory_order_acquire);
       uint32_t level = static_cast<uint32_t>(r1 >> 32);
@@ -154,6 +160,10 @@ Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, cons
       }
       if (h.ovf.count.load(std::memory_order_acquire) != 0) {
         SnapshotOverflow(c, h, r, l0, f.values, &items);
+      }
+      if (locked) {
+        mem::Unlock(h.admin);
+        break;
       }
       if (h.route.load(std::memory_order_acquire) == r1) break;
     }

@@ -101,6 +101,7 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
 
 void Arena::Destroy(Arena* a) {
   if (!a) return;
+  ForgetTokenArena(a);
   munmap(a->base_, a->map_bytes_);
   delete a;
 }

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace mem {
@@ -33,6 +34,37 @@ inline void CpuRelax() {
 }
 
 thread_local uint32_t tls_tid = 0;
+thread_local uint32_t tls_token = 0;
+std::atomic<TokenDeadFn> g_token_judge{nullptr};
+
+// State letter and start time of a task from /proc/<tid>/stat. False when
+// the task is gone.
+bool ReadStat(uint32_t tid, char* state, uint64_t* start) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%u/stat", tid);
+  FILE* f = std::fopen(path, "re");
+  if (!f) return false;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* rp = std::strrchr(buf, ')');  // comm may contain spaces or ')'
+  if (!rp || rp[1] != ' ') {
+    *state = '?';
+    *start = 0;
+    return true;
+  }
+  *state = rp[2];
+  // Fields after ")": 3 state, 4 ppid, ... 22 starttime (index 19 from state).
+  const char* p = rp + 2;
+  for (int field = 3; field < 22 && *p; ++field) {
+    p = std::strchr(p, ' ');
+    if (!p) break;
+    ++p;
+  }
+  *start = p ? std::strtoull(p, nullptr, 10) : 0;
+  return true;
+}
 
 }  // namespace
 
@@ -41,31 +73,49 @@ uint32_t SelfTid() {
   return tls_tid;
 }
 
-// After fork() the child's thread has a new tid but inherits the TLS copy.
-// Reset it in every child (registered once, first use).
+uint32_t SelfLockId() { return tls_token != 0 ? tls_token : SelfTid(); }
+
+void BindLockToken(uint32_t token) { tls_token = token; }
+
+void SetTokenJudge(TokenDeadFn fn) { g_token_judge.store(fn); }
+
+// After fork() the child's thread has a new tid but inherits the TLS copies.
+// Reset them in every child (registered once, first use).
 namespace {
 struct TidForkReset {
-  TidForkReset() { pthread_atfork(nullptr, nullptr, [] { tls_tid = 0; }); }
+  TidForkReset() {
+    pthread_atfork(nullptr, nullptr, [] {
+      tls_tid = 0;
+      tls_token = 0;
+    });
+  }
 } tid_fork_reset;
 }  // namespace
 
-bool TidIsDead(uint32_t tid) {
+uint64_t TidStartTime(uint32_t tid) {
+  char state;
+  uint64_t start;
+  return ReadStat(tid, &state, &start) ? start : 0;
+}
+
+bool TidIsDead(uint32_t tid, uint64_t start) {
   if (tid == 0) return false;
   if (kill(static_cast<pid_t>(tid), 0) == -1 && errno == ESRCH) return true;
-  // Alive or a zombie: a zombie holds no lock any more. /proc/<tid>/stat's
-  // third field is the state; threads are reachable as /proc/<tid> too.
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%u/stat", tid);
-  FILE* f = std::fopen(path, "re");
-  if (!f) return errno == ENOENT;
-  char buf[512];
-  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  const char* rp = std::strrchr(buf, ')');  // comm may contain spaces or ')'
-  if (!rp || rp[1] != ' ') return false;
-  char state = rp[2];
-  return state == 'Z' || state == 'X' || state == 'x';
+  // Alive or a zombie: a zombie holds no lock any more. Threads are
+  // reachable as /proc/<tid> too.
+  char state;
+  uint64_t now_start;
+  if (!ReadStat(tid, &state, &now_start)) return errno == ENOENT;
+  if (state == 'Z' || state == 'X' || state == 'x') return true;
+  return start != 0 && now_start != 0 && now_start != start;  // id reused
+}
+
+bool TidIsDead(uint32_t id) {
+  if (id & kTokenBit) {
+    TokenDeadFn judge = g_token_judge.load();
+    return judge != nullptr && judge(id);
+  }
+  return TidIsDead(id, 0);
 }
 
 LockResult LockSlow(ShmLock& l, uint32_t self) {

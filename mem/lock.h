@@ -21,6 +21,15 @@
 // futex keys on the process's mm, so a wake from another process would never
 // reach the sleeper.
 //
+// Lock identity: a thread bound to an allocator slot (mem/slab.h) holds
+// locks under a *token* (kTokenBit | slot << 22 | slot generation); any
+// other thread under its raw tid. A token is judged dead when the slot's
+// generation moved on (the slot was reclaimed) or when the slot's owner
+// process is dead, which compares the process start time recorded at claim
+// time with /proc/<tid>/stat: a reused process id never makes a dead holder
+// look alive (issue 7, defect 7). A raw tid is judged by kill(tid, 0) and
+// the zombie state alone (only the supervisor before fork holds locks so).
+//
 // Dead holders: Lock() sleeps with a timeout; after kDeadCheckAfter of
 // waiting it asks the kernel whether the holder is alive. If the holder is
 // dead (or a zombie), Lock() takes the lock over with a CAS and returns
@@ -45,16 +54,32 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
 inline constexpr uint32_t kLockWaiters = 1u << 31;
 inline constexpr uint32_t kLockTidMask = kLockWaiters - 1;
+inline constexpr uint32_t kTokenBit = 1u << 30;
+inline constexpr uint32_t kTokenGenMask = (1u << 22) - 1;
 
 // The calling thread's id, cached (gettid()).
 uint32_t SelfTid();
+// The calling thread's lock identity: its token when bound, else its tid.
+uint32_t SelfLockId();
+// Bind (token != 0) or unbind (0) the calling thread's token.
+void BindLockToken(uint32_t token);
+// The judge of tokens: true when the token's holder is dead. Installed by
+// mem/slab.cc for the arena whose slots issued the tokens.
+using TokenDeadFn = bool (*)(uint32_t token);
+void SetTokenJudge(TokenDeadFn fn);
 
-// True when `tid` no longer runs (gone, or a zombie waiting to be reaped).
-bool TidIsDead(uint32_t tid);
+// Process start time in clock ticks since boot (/proc/<tid>/stat field 22),
+// 0 when the task is gone or unreadable.
+uint64_t TidStartTime(uint32_t tid);
+// True when `id` (a tid or a token) no longer runs (gone, or a zombie).
+bool TidIsDead(uint32_t id);
+// True when `tid` is dead or is not the process that started at `start`
+// (its id was reused). start == 0: judged by tid alone.
+bool TidIsDead(uint32_t tid, uint64_t start);
 
 // Acquire. Fast path: one CAS. See the file comment for dead holders.
 [[nodiscard]] LockResult LockSlow(ShmLock& l, uint32_t self);
-[[nodiscard]] inline LockResult Lock(ShmLock& l, uint32_t self = SelfTid()) {
+[[nodiscard]] inline LockResult Lock(ShmLock& l, uint32_t self = SelfLockId()) {
   uint32_t expected = 0;
   if (l.word.compare_exchange_strong(expected, self, std::memory_order_acquire,
                                      std::memory_order_relaxed)) {
@@ -63,7 +88,7 @@ bool TidIsDead(uint32_t tid);
   return LockSlow(l, self);
 }
 
-[[nodiscard]] inline bool TryLock(ShmLock& l, uint32_t self = SelfTid()) {
+[[nodiscard]] inline bool TryLock(ShmLock& l, uint32_t self = SelfLockId()) {
   uint32_t expected = 0;
   return l.word.compare_exchange_strong(expected, self, std::memory_order_acquire,
                                         std::memory_order_relaxed);
@@ -82,6 +107,6 @@ inline uint32_t LockHolder(const ShmLock& l) {
 
 // Take the lock over from `dead_tid` (which must be dead). Returns false if
 // the word no longer names dead_tid (someone else took it over first).
-[[nodiscard]] bool TakeFromDead(ShmLock& l, uint32_t dead_tid, uint32_t self = SelfTid());
+[[nodiscard]] bool TakeFromDead(ShmLock& l, uint32_t dead_tid, uint32_t self = SelfLockId());
 
 }  // namespace mem

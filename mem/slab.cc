@@ -83,6 +83,31 @@ size_t CellBound(const Arena& a, Off cell) {
   return run <= readable ? run : readable;
 }
 
+namespace {
+
+const Arena* g_token_arena = nullptr;  // the arena whose slots issue tokens
+
+bool TokenDead(uint32_t token) {
+  const Arena* a = g_token_arena;
+  if (!a) return false;
+  uint32_t slot = (token >> 22) & 0xFF;
+  if (slot >= a->hdr()->max_procs) return true;
+  const ProcSlot* ps = SlotAt(*a, slot);
+  if ((ps->gen.load(std::memory_order_acquire) & kTokenGenMask) != (token & kTokenGenMask)) {
+    return true;  // the slot was claimed again since: its old owner is gone
+  }
+  return ps->owner_tid.load(std::memory_order_acquire) == 0 || SlotOwnerDead(*ps);
+}
+
+}  // namespace
+
+bool SlotOwnerDead(const ProcSlot& ps) {
+  uint32_t o = ps.owner_tid.load(std::memory_order_acquire);
+  if (o == 0) return false;
+  if (o & kSlotBusy) return TidIsDead(o & ~kSlotBusy, 0);
+  return TidIsDead(o, ps.owner_start.load(std::memory_order_acquire));
+}
+
 Allocator::Allocator(Arena& a, uint32_t slot)
     : arena_(&a), ps_(SlotAt(a, slot)), pools_(PoolAt(a, 0)), slot_(slot) {
   if (slot >= a.hdr()->max_procs) {
@@ -90,21 +115,46 @@ Allocator::Allocator(Arena& a, uint32_t slot)
     std::abort();
   }
   uint32_t self = SelfTid();
-  for (;;) {
+  uint64_t start = TidStartTime(self);
+  for (int waited_ms = 0;;) {
     uint32_t prev = ps_->owner_tid.load();
-    if (prev != 0 && prev != self && !TidIsDead(prev)) {
+    uint32_t prev_tid = prev & ~kSlotBusy;
+    if (prev != 0 && prev_tid != self && !SlotOwnerDead(*ps_)) {
+      if ((prev & kSlotBusy) && waited_ms < 30000) {
+        // Another process is adopting this slot (the timer after our
+        // predecessor died): wait for it to finish, then claim.
+        usleep(1000);
+        ++waited_ms;
+        continue;
+      }
       // Another live process owns this slot: using it would hand the same
       // cells out twice (the fork bug). Refuse loudly.
-      std::fprintf(stderr, "perfcached: process slot %u is owned by live tid %u\n", slot, prev);
+      std::fprintf(stderr, "perfcached: process slot %u is owned by live tid %u\n", slot,
+                   prev_tid);
       std::abort();
     }
     // Claim with a CAS so that a concurrent AdoptDeadSlot cannot drain the
-    // same state twice.
-    if (ps_->owner_tid.compare_exchange_strong(prev, self)) {
+    // same state twice; busy until the start time is recorded.
+    if (ps_->owner_tid.compare_exchange_strong(prev, self | kSlotBusy)) {
       if (prev != 0) DrainSlot(a, ps_);
+      ps_->owner_start.store(start, std::memory_order_release);
+      uint32_t gen = ps_->gen.load(std::memory_order_relaxed) + 1;
+      ps_->gen.store(gen, std::memory_order_release);
+      ps_->owner_tid.store(self, std::memory_order_release);
+      g_token_arena = &a;
+      SetTokenJudge(&TokenDead);
+      BindLockToken(SlotToken(slot, gen));
       return;
     }
   }
+}
+
+Allocator::~Allocator() {
+  if (SelfLockId() == SlotToken(slot_, ps_->gen.load(std::memory_order_relaxed))) BindLockToken(0);
+}
+
+void ForgetTokenArena(const Arena* a) {
+  if (g_token_arena == a) g_token_arena = nullptr;
 }
 
 Status Allocator::Alloc(size_t bytes, Off* out) {
@@ -120,9 +170,10 @@ Status Allocator::Alloc(size_t bytes, Off* out) {
       *out = cell;
       return Status::kOk;
     }
-    if (c.bump != c.bump_end) {
-      Off cell = c.bump;
-      c.bump = cell + kClassSize[cls] / kUnit;
+    uint64_t r = c.bump;
+    if (BumpNext(r) != BumpEnd(r)) {
+      Off cell = BumpNext(r);
+      c.bump = BumpRange(cell + kClassSize[cls] / kUnit, BumpEnd(r));
       Bump(ps_->allocs);
       *out = cell;
       return Status::kOk;
@@ -164,10 +215,10 @@ Status Allocator::Refill(int cls, ClassCache& c) {
   for (size_t i = 0; i < ncells; ++i) StoreRelaxed8(base + i * cell, static_cast<uint8_t>(cls));
   p.chunks.fetch_add(1, std::memory_order_relaxed);
   p.cells_total.fetch_add(ncells, std::memory_order_relaxed);
-  // bump and bump_end change in one 8-byte store, so a process killed here
+  // next and end change in one 8-byte store, so a process killed here
   // leaves either the old (empty) range or the new one, never a mix.
   Off end = ch + static_cast<Off>(ncells * cell / kUnit);
-  StoreRelaxed64(&c.bump, uint64_t{ch} | (uint64_t{end} << 32));
+  c.bump = BumpRange(ch, end);
   return Status::kOk;
 }
 
@@ -215,9 +266,9 @@ void Allocator::Free(Off cell) {
 void Allocator::FlushToGlobal() {
   for (int cls = 0; cls < kNumClasses; ++cls) {
     ClassCache& c = ps_->cls[cls];
-    while (c.bump != c.bump_end) {
-      Off cell = c.bump;
-      c.bump = cell + kClassSize[cls] / kUnit;
+    while (BumpNext(c.bump) != BumpEnd(c.bump)) {
+      Off cell = BumpNext(c.bump);
+      c.bump = BumpRange(cell + kClassSize[cls] / kUnit, BumpEnd(c.bump));
       SetLink(*arena_, cell, c.free_head);
       c.free_head = cell;
       ++c.free_count;
@@ -261,36 +312,51 @@ void FreeGlobal(Arena& a, Off cell) {
 bool AdoptDeadSlot(Arena& a, uint32_t slot) {
   ProcSlot* ps = SlotAt(a, slot);
   uint32_t prev = ps->owner_tid.load();
-  if (prev == 0 || !TidIsDead(prev)) return false;
-  if (!ps->owner_tid.compare_exchange_strong(prev, SelfTid())) return false;
+  if (prev == 0 || !SlotOwnerDead(*ps)) return false;
+  // Busy under our tid while we drain: a restarted owner waits for us, and
+  // if we die mid-drain the next adopter goes on where we stopped.
+  if (!ps->owner_tid.compare_exchange_strong(prev, SelfTid() | kSlotBusy)) return false;
   DrainSlot(a, ps);
-  ps->owner_tid.store(0);
+  ps->owner_start.store(0, std::memory_order_relaxed);
+  ps->owner_tid.store(0, std::memory_order_release);
   return true;
 }
 
-void DrainSlot(Arena& a, ProcSlot* ps) {
+size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget) {
+  size_t moved = 0;
   for (int cls = 0; cls < kNumClasses; ++cls) {
     ClassCache& c = ps->cls[cls];
     // The dead owner may have stopped anywhere; trust nothing: every cell
-    // must be readable and of this class, and the walk is bounded.
+    // must be readable and of this class, and the walk is bounded. Each
+    // cell leaves the slot before it is pushed (see slab.h).
     uint32_t limit = c.free_count + 2;
     Off cur = c.free_head;
     while (cur != 0 && limit-- > 0) {
+      if (moved == budget) return moved;
       if (CellBound(a, cur) == 0 || ClassByte(a, cur) != cls) break;
       Off next = GetLink(a, cur);
+      c.free_head = next;
+      if (c.free_count > 0) --c.free_count;
       PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);
+      ++moved;
       cur = next;
     }
+    c.free_head = 0;
+    c.free_count = 0;
     size_t step = kClassSize[cls] / kUnit;
-    if (c.bump < c.bump_end && (c.bump_end - c.bump) % step == 0 &&
-        size_t{c.bump_end - c.bump} * kUnit <= kGroupSize) {
-      for (Off x = c.bump; x < c.bump_end; x += static_cast<Off>(step)) {
+    Off x = BumpNext(c.bump), end = BumpEnd(c.bump);
+    if (x < end && (end - x) % step == 0 && size_t{end - x} * kUnit <= kGroupSize) {
+      for (; x < end; x += static_cast<Off>(step)) {
+        if (moved == budget) return moved;
         if (ClassByte(a, x) != cls) break;
+        c.bump = BumpRange(x + static_cast<Off>(step), end);
         PoolPushChain(*PoolAt(a, cls), a, x, x, 1);
+        ++moved;
       }
     }
-    c = ClassCache{};
+    c.bump = 0;
   }
+  return moved;
 }
 
 }  // namespace mem

@@ -92,26 +92,48 @@ struct alignas(64) SlabPool {
 static_assert(sizeof(SlabPool) == 64);
 static_assert(std::is_standard_layout_v<SlabPool>);
 
-// One class's private state inside a ProcSlot. Owner-only writes.
+// One class's private state inside a ProcSlot. Owner-only writes (and the
+// adopter's, once the owner is dead).
 struct ClassCache {
   Off free_head;      // private free stack
   uint32_t free_count;
-  Off bump;           // next cell of the current chunk   } stored together
-  Off bump_end;       // end of the current chunk (excl.) } on refill (8 bytes)
+  uint64_t bump;      // next cell (low 32) | end of the chunk (high 32): one
+                      // 8-byte field, so a refill or an adopter's step moves
+                      // both with one store
 };
 static_assert(sizeof(ClassCache) == 16);
-static_assert(offsetof(ClassCache, bump) == 8 && offsetof(ClassCache, bump_end) == 12);
+static_assert(offsetof(ClassCache, bump) == 8);
+inline Off BumpNext(uint64_t r) { return static_cast<Off>(r); }
+inline Off BumpEnd(uint64_t r) { return static_cast<Off>(r >> 32); }
+inline uint64_t BumpRange(Off next, Off end) { return uint64_t{next} | (uint64_t{end} << 32); }
+
+// owner_tid carries kSlotBusy while a process claims or adopts the slot
+// (between the claim and the recorded start time, or during a drain): such
+// an owner is judged by its tid alone, and a process that finds a live one
+// waits for it instead of taking the slot.
+inline constexpr uint32_t kSlotBusy = 1u << 31;
 
 struct alignas(64) ProcSlot {
-  std::atomic<uint32_t> owner_tid;  // 0 = free slot
-  uint32_t pad;
+  std::atomic<uint32_t> owner_tid;  // 0 = free slot; | kSlotBusy in transition
+  std::atomic<uint32_t> gen;        // bumped at every claim (lock tokens)
   std::atomic<uint64_t> allocs;     // cells handed out by this slot (stats)
   std::atomic<uint64_t> frees;
-  uint64_t pad2[5];
+  std::atomic<uint64_t> owner_start;  // owner's start time (/proc stat field 22)
+  uint64_t pad2[4];
   ClassCache cls[kNumClasses];
 };
+static_assert(offsetof(ProcSlot, owner_tid) == 0);
+static_assert(offsetof(ProcSlot, gen) == 4);
+static_assert(offsetof(ProcSlot, owner_start) == 24);
 static_assert(offsetof(ProcSlot, cls) == 64);
+static_assert(sizeof(ProcSlot) == (64 + 16 * kNumClasses + 63) / 64 * 64);
 static_assert(std::is_standard_layout_v<ProcSlot>);
+static_assert(std::is_standard_layout_v<ClassCache> && std::is_trivially_copyable_v<ClassCache>);
+
+// The lock token of a slot's owner (mem/lock.h).
+inline uint32_t SlotToken(uint32_t slot, uint32_t gen) {
+  return kTokenBit | (slot << 22) | (gen & kTokenGenMask);
+}
 
 // Metadata sizing/initialisation, used by Arena::Create.
 size_t SlabMetaBytes(uint32_t max_procs);
@@ -124,6 +146,7 @@ class Allocator {
  public:
   // Claim process slot `slot` for the calling process (resets it).
   Allocator(Arena& a, uint32_t slot);
+  ~Allocator();  // unbinds the thread's lock token (the slot stays claimed)
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
@@ -154,11 +177,20 @@ class Allocator {
 void FreeGlobal(Arena& a, Off cell);
 // If the slot's owner is dead: claim it (CAS), move its free stack and bump
 // remainder to the global pools, and free the slot. False if not dead or
-// someone else adopted it first.
+// someone else adopted it first. An adopter killed mid-drain leaves the slot
+// busy under its own (dead) tid: the next adopter goes on where it stopped.
 bool AdoptDeadSlot(Arena& a, uint32_t slot);
+// True when the slot's owner (claimed or in transition) is dead.
+bool SlotOwnerDead(const ProcSlot& ps);
 // Move a slot's cells to the global pools (caller has claimed the slot).
-void DrainSlot(Arena& a, ProcSlot* ps);
+// Crash-safe order: each cell leaves the slot (head or bump advanced) before
+// it is pushed, so a drain killed anywhere leaks at most one cell and never
+// hands a cell out twice. `budget` stops after that many cells (tests: a
+// drain killed at that point). Returns the cells moved.
+size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget = ~size_t{0});
 ProcSlot* SlotAt(const Arena& a, uint32_t slot);
+// Arena::Destroy: stop judging tokens against this arena's slots.
+void ForgetTokenArena(const Arena* a);
 SlabPool* PoolAt(const Arena& a, int cls);
 
 inline constexpr uint32_t kRefill = 32;

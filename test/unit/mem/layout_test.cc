@@ -63,7 +63,6 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(0u, offsetof(SlabPool, lock));
   CHECK_EQUAL(16u, sizeof(ClassCache));
   CHECK_EQUAL(8u, offsetof(ClassCache, bump));
-  CHECK_EQUAL(12u, offsetof(ClassCache, bump_end));
   CHECK_EQUAL(0u, offsetof(ProcSlot, owner_tid));
   CHECK_EQUAL(64u, offsetof(ProcSlot, cls));
   CHECK_EQUAL(64u, alignof(ProcSlot));

@@ -278,7 +278,7 @@ TEST(ShmLock, TidIsDead) {
   CHECK_FALSE(mem::TidIsDead(mem::SelfTid()));
   CHECK_FALSE(mem::TidIsDead(0));  // 0 names nobody: "free", not "dead"
   CHECK_FALSE(mem::TidIsDead(1));  // init (of this pid namespace) is alive
-  CHECK(mem::TidIsDead(0x7FFFFFF0u));  // above any pid_max: no such task
+  CHECK(mem::TidIsDead(0x3FFFFFF0u));  // above any pid_max: no such task (bit 30 = token)
 
   // A live child (blocked in a pipe read) is alive.
   int fds[2];

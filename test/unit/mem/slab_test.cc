@@ -55,7 +55,7 @@ bool AllDistinct(std::vector<Off> v) {
 
 // Cells left in a class cache's bump range.
 uint32_t BumpLeft(const mem::ClassCache& c, int cls) {
-  return (c.bump_end - c.bump) / (kClassSize[cls] / mem::kUnit);
+  return (mem::BumpEnd(c.bump) - mem::BumpNext(c.bump)) / (kClassSize[cls] / mem::kUnit);
 }
 
 GroupKind KindAt(const Arena& a, Off cell) {
@@ -448,7 +448,7 @@ TEST(SlabAllocator, FlushToGlobalEmptiesPrivateStacks) {
   for (int k = 0; k < kNumClasses; ++k) {
     CHECK_EQUAL(0u, ps->cls[k].free_head);
     CHECK_EQUAL(0u, ps->cls[k].free_count);
-    CHECK_EQUAL(ps->cls[k].bump, ps->cls[k].bump_end);
+    CHECK_EQUAL(mem::BumpNext(ps->cls[k].bump), mem::BumpEnd(ps->cls[k].bump));
   }
   CHECK_EQUAL(want64, mem::PoolAt(*a, c64)->count);
   CHECK_EQUAL(want1k, mem::PoolAt(*a, c1k)->count);
@@ -493,7 +493,7 @@ TEST(SlabAllocator, ReclaimOwnSlotDrains) {
   CHECK_EQUAL(5u + 1024u - 10u, mem::PoolAt(*a, cls)->count);
   mem::ProcSlot* ps = mem::SlotAt(*a, 2);
   CHECK_EQUAL(0u, ps->cls[cls].free_count);
-  CHECK_EQUAL(0u, ps->cls[cls].bump_end);
+  CHECK_EQUAL(0u, mem::BumpEnd(ps->cls[cls].bump));
   std::vector<Off> pool;
   CHECK(WalkPool(*a, cls, 100000, &pool));
   for (Off o : live) CHECK(std::find(pool.begin(), pool.end(), o) == pool.end());
@@ -689,7 +689,6 @@ TEST(SlabMultiProc, AdoptDeadSlotAfterChildExit) {
     CHECK_EQUAL(0u, ps->cls[k].free_head);
     CHECK_EQUAL(0u, ps->cls[k].free_count);
     CHECK_EQUAL(0u, ps->cls[k].bump);
-    CHECK_EQUAL(0u, ps->cls[k].bump_end);
   }
   CHECK_FALSE(mem::AdoptDeadSlot(*a, kChildSlot));
   CHECK_EQUAL(mem::kDonate + priv + bump, pool->count);

@@ -1,0 +1,157 @@
+// perfcached — regression tests for the allocator defects of issue 7:
+// a cell handed out twice after a killed adopter (1), a restarted worker
+// aborting on its adopter (6), and process-id reuse (7).
+// Copyright (c) 2026 the perfcached authors.
+#include <signal.h>
+#include <unistd.h>
+
+#include <set>
+#include <vector>
+
+#include "mem/atomic_copy.h"
+#include "mem/slab.h"
+#include "test/unit/mem/mem_fixture.h"
+// CppUTest last: its operator-new macros must not meet the standard headers.
+#include "CppUTest/TestHarness.h"
+
+using mem::Off;
+
+namespace {
+
+// A pid that is certainly dead (a child that exited and was reaped).
+uint32_t DeadPid() {
+  pid_t p = memtest::ForkChild([] { return 0; });
+  memtest::WaitExit(p);
+  return static_cast<uint32_t>(p);
+}
+
+// Every cell on class `cls`'s global pool, in list order.
+std::vector<Off> PoolCells(mem::Arena& a, int cls) {
+  std::vector<Off> v;
+  Off cur = mem::PoolAt(a, cls)->head;
+  while (cur != 0 && v.size() < 100000) {
+    v.push_back(cur);
+    cur = mem::LoadRelaxed32(a.At(cur) + 4);
+  }
+  return v;
+}
+
+// A child on `slot` that allocates `n` cells of `bytes`, frees them to its
+// private stack and dies without giving anything back.
+void DieHoldingCells(mem::Arena& a, uint32_t slot, int n, size_t bytes) {
+  pid_t p = memtest::ForkChild([&] {
+    mem::Allocator al(a, slot);
+    std::vector<Off> cells(n);
+    for (auto& c : cells) {
+      if (al.Alloc(bytes, &c) != mem::Status::kOk) return 1;
+    }
+    for (Off c : cells) al.Free(c);
+    return 0;
+  });
+  CHECK_EQUAL(0, memtest::WaitExit(p));
+}
+
+}  // namespace
+
+TEST_GROUP(SlabTrust) {
+  mem::Arena* a = nullptr;
+  void setup() override { a = memtest::MakeArena(16); }
+  void teardown() override { mem::Arena::Destroy(a); }
+};
+
+// Defect 1: an adopter killed mid-drain left the slot's head and bump in
+// place; the next adopter pushed the same cells a second time.
+TEST(SlabTrust, AdopterKilledMidDrainNeverDuplicatesACell) {
+  const size_t bytes = 100;
+  const int cls = mem::ClassFor(bytes);
+  DieHoldingCells(*a, 1, 40, bytes);
+  mem::ProcSlot* ps = mem::SlotAt(*a, 1);
+  size_t held = ps->cls[cls].free_count +
+                (mem::BumpEnd(ps->cls[cls].bump) - mem::BumpNext(ps->cls[cls].bump)) /
+                    (mem::kClassSize[cls] / mem::kUnit);
+  CHECK(held >= 40);
+  // The first adopter claims the slot and dies after moving 10 cells.
+  uint32_t adopter = DeadPid();
+  ps->owner_tid.store(adopter | mem::kSlotBusy);
+  CHECK_EQUAL(10u, mem::DrainSlot(*a, ps, 10));
+  // The next adopter finishes the job.
+  CHECK(mem::AdoptDeadSlot(*a, 1));
+  std::vector<Off> cells = PoolCells(*a, cls);
+  std::set<Off> distinct(cells.begin(), cells.end());
+  CHECK_EQUAL(cells.size(), distinct.size());  // no cell twice
+  CHECK_EQUAL(held, cells.size());            // and none lost
+}
+
+// Defect 6: a restarted worker found the timer (adopting the dead
+// predecessor's slot) recorded as the owner and aborted. It must wait for
+// the adoption to finish and then claim the slot.
+TEST(SlabTrust, RestartedOwnerWaitsForTheAdopter) {
+  int fds[2];
+  CHECK_EQUAL(0, pipe(fds));
+  pid_t adopter = memtest::ForkChild([&] {
+    close(fds[1]);
+    char ch;
+    return read(fds[0], &ch, 1) == 0 ? 0 : 1;
+  });
+  close(fds[0]);
+  mem::ProcSlot* ps = mem::SlotAt(*a, 1);
+  ps->owner_tid.store(static_cast<uint32_t>(adopter) | mem::kSlotBusy);  // adopting, alive
+  pid_t worker = memtest::ForkChild([&] {
+    mem::Allocator al(*a, 1);
+    return ps->owner_tid.load() == mem::SelfTid() ? 0 : 3;
+  }, true);
+  usleep(100 * 1000);
+  int st = 0;
+  bool still_waiting = waitpid(worker, &st, WNOHANG) == 0;
+  ps->owner_tid.store(0);  // the adoption finished
+  close(fds[1]);
+  CHECK_EQUAL(0, memtest::WaitExit(adopter));
+  CHECK(still_waiting);
+  CHECK_EQUAL(0, memtest::WaitExit(worker));
+}
+
+// Defect 7: a slot owner or lock holder was judged alive by kill(tid, 0):
+// once its id is reused, a dead holder looked immortal. The recorded start
+// time (and, for locks, the slot generation in the token) tells.
+TEST(SlabTrust, ReusedProcessIdDoesNotMakeTheDeadImmortal) {
+  int fds[2];
+  CHECK_EQUAL(0, pipe(fds));
+  pid_t other = memtest::ForkChild([&] {  // a live process that now has the id
+    close(fds[1]);
+    char ch;
+    return read(fds[0], &ch, 1) == 0 ? 0 : 1;
+  });
+  close(fds[0]);
+  uint32_t tid = static_cast<uint32_t>(other);
+  uint64_t start = mem::TidStartTime(tid);
+  CHECK(start != 0);
+  CHECK_FALSE(mem::TidIsDead(tid, start));
+  CHECK(mem::TidIsDead(tid, start + 12345));  // same id, another process
+  // A slot whose recorded owner started at another time is adoptable.
+  mem::ProcSlot* ps = mem::SlotAt(*a, 2);
+  ps->owner_tid.store(tid);
+  ps->owner_start.store(start + 12345);
+  CHECK(mem::SlotOwnerDead(*ps));
+  CHECK(mem::AdoptDeadSlot(*a, 2));
+  // A lock held under that slot's token: a waiter takes it over.
+  ps->owner_tid.store(tid);
+  ps->owner_start.store(start + 12345);
+  {
+    mem::Allocator bind(*a, 3);  // installs the token judge for this arena
+    mem::ShmLock l{};
+    l.word.store(mem::SlotToken(2, ps->gen.load()));
+    double t0 = memtest::NowSec();
+    CHECK(mem::Lock(l) == mem::LockResult::kTookFromDead);
+    CHECK(memtest::NowSec() - t0 < 5.0);
+    mem::Unlock(l);
+    // A token of an older generation is dead even if the slot is owned now.
+    ps->owner_tid.store(mem::SelfTid());
+    ps->owner_start.store(mem::TidStartTime(mem::SelfTid()));
+    uint32_t gen = ps->gen.load();
+    CHECK_FALSE(mem::TidIsDead(mem::SlotToken(2, gen)));
+    CHECK(mem::TidIsDead(mem::SlotToken(2, gen - 1)));
+    ps->owner_tid.store(0);
+  }
+  close(fds[1]);
+  CHECK_EQUAL(0, memtest::WaitExit(other));
+}

@@ -465,7 +465,7 @@ uint32_t RepairDead(Ctx& c) {
   };
   release(a.hdr()->group_lock);
   for (int cls = 0; cls < mem::kNumClasses; ++cls) release(mem::PoolAt(a, cls)->lock);
-  release(c.catalog->lock);
+  RepairCatalogIfDead(*c.catalog);
   for (uint32_t s = 0; s < a.hdr()->max_procs; ++s) {
     if (mem::AdoptDeadSlot(a, s)) ++fixed;
   }

@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/table.h"
 
+#include <sched.h>
 #include <time.h>
 
 #include <cstring>
@@ -21,12 +22,24 @@ Catalog* CatalogOf(const mem::Arena& a) {
   if (r->magic != kCatalogMagic) return nullptr;
   return reinterpret_cast<Catalog*>(a.At(r->catalog));
 }
+static_assert(std::is_standard_layout_v<UserRoot> && sizeof(UserRoot) == 8);
+static_assert(offsetof(UserRoot, catalog) == 4);
 
-// Names are read under the entry's name seqlock.
+Catalog* g_catalog_for_names = nullptr;  // the catalog NameOf may heal
+
+void HealCatalogIfDead(Catalog& cat);
+
+// Names are read under the entry's name seqlock. A name seqlock that stays
+// odd means a rename was killed mid-copy: after a while, ask whether the
+// catalog lock's holder is dead and finish its rename (never spin forever).
 std::string NameOf(const TableHeader& h) {
-  for (;;) {
+  for (uint32_t spins = 0;; ++spins) {
     uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
-    if (s1 & 1) continue;
+    if (s1 & 1) {
+      if ((spins & 1023) == 1023 && g_catalog_for_names) HealCatalogIfDead(*g_catalog_for_names);
+      if (spins > 4096) sched_yield();
+      continue;
+    }
     char buf[64];
     mem::AtomicCopyOut(buf, h.name, sizeof buf);
     mem::SeqReadFence();
@@ -40,10 +53,42 @@ bool NameIs(const TableHeader& h, std::string_view name) { return NameOf(h) == n
 
 void WriteName(TableHeader& h, std::string_view name) {
   char buf[64] = {};
-  std::memcpy(buf, name.data(), name.size());
-  h.name_seq.fetch_add(1, std::memory_order_acq_rel);
+  std::memcpy(buf, name.data(), name.size() < 63 ? name.size() : 63);
+  if (!(h.name_seq.load(std::memory_order_relaxed) & 1)) {
+    h.name_seq.fetch_add(1, std::memory_order_acq_rel);
+  }
   mem::AtomicCopyIn(h.name, buf, sizeof buf);
   h.name_seq.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// The catalog lock was taken over from a dead holder: finish a rename it
+// left half done (pending_name), and make every name seqlock even.
+void RepairCatalogLocked(Catalog& cat) {
+  uint32_t pi = cat.pending_index;
+  if (pi != 0 && pi <= kMaxCollections) {
+    char buf[64];
+    mem::AtomicCopyOut(buf, cat.pending_name, sizeof buf);
+    buf[63] = 0;
+    WriteName(cat.tables[pi - 1], buf);  // roll forward
+  }
+  cat.pending_index = 0;
+  for (TableHeader& h : cat.tables) {
+    if (h.name_seq.load(std::memory_order_relaxed) & 1) {
+      h.name_seq.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+}
+
+void LockCatalog(Catalog& cat) {
+  if (mem::Lock(cat.lock) == mem::LockResult::kTookFromDead) RepairCatalogLocked(cat);
+}
+
+void HealCatalogIfDead(Catalog& cat) {
+  uint32_t holder = mem::LockHolder(cat.lock);
+  if (holder != 0 && mem::TidIsDead(holder) && mem::TakeFromDead(cat.lock, holder)) {
+    RepairCatalogLocked(cat);
+    mem::Unlock(cat.lock);
+  }
 }
 
 int FindLive(const Catalog& cat, std::string_view name) {
@@ -74,6 +119,8 @@ uint32_t Log2Ceil(uint32_t v) {
 
 namespace detail {
 
+void RepairCatalogIfDead(Catalog& cat) { HealCatalogIfDead(cat); }
+
 Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
   uint64_t seg = idx >> kSegShift;
   if (seg >= kMaxSegs || h.dir == 0) return nullptr;
@@ -101,7 +148,8 @@ uint64_t HashOf(const Ctx& c, std::string_view key) { return HashKey(key, c.cata
 }  // namespace detail
 
 Ctx::Ctx(mem::Arena& a, uint32_t s)
-    : arena(a), alloc(a, s), catalog(CatalogOf(a)), tid(mem::SelfTid()), slot(s) {
+    : arena(a), alloc(a, s), catalog(CatalogOf(a)), tid(mem::SelfLockId()), slot(s) {
+  g_catalog_for_names = catalog;
   scratch.reserve(4096);
   dead.reserve(16);
 }
@@ -130,7 +178,7 @@ namespace {
 // A segment pair (buckets + hints): from the free list, else fresh.
 bool AllocSegment(Ctx& c, Off* seg, Off* hints) {
   Catalog* cat = c.catalog;
-  (void)mem::Lock(cat->lock);
+  LockCatalog(*cat);
   Off f = cat->free_segs;
   if (f != 0) {
     auto* b0 = reinterpret_cast<Bucket*>(c.arena.At(f));
@@ -150,7 +198,7 @@ bool AllocSegment(Ctx& c, Off* seg, Off* hints) {
 
 void FreeSegment(Ctx& c, Off seg, Off hints) {
   Catalog* cat = c.catalog;
-  (void)mem::Lock(cat->lock);
+  LockCatalog(*cat);
   auto* b0 = reinterpret_cast<Bucket*>(c.arena.At(seg));
   mem::StoreRelaxed32(&b0->slot[0], cat->free_segs);
   mem::StoreRelaxed32(&b0->slot[1], hints);
@@ -180,7 +228,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
   Catalog* cat = c.catalog;
   uint32_t level = Log2Ceil(o.buckets < 16 ? 16 : o.buckets);
   if (level > kMaxLevel) return Status::kInvalid;
-  (void)mem::Lock(cat->lock);
+  LockCatalog(*cat);
   if (FindLive(*cat, name) >= 0) {
     mem::Unlock(cat->lock);
     return Status::kExists;
@@ -224,7 +272,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
   }
   for (auto& v : h.stat_base) v.store(0);
   uint32_t gen = h.gen.fetch_add(1) + 1;
-  (void)mem::Lock(cat->lock);
+  LockCatalog(*cat);
   bool dup = FindLive(*cat, name) >= 0;  // a racing create of the same name
   if (!dup) {
     h.state.store(kTableLive, std::memory_order_release);
@@ -332,7 +380,7 @@ Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed) {
 
 Status DropCollection(Ctx& c, std::string_view name) {
   Catalog* cat = c.catalog;
-  (void)mem::Lock(cat->lock);
+  LockCatalog(*cat);
   int idx = FindLive(*cat, name);
   if (idx < 0) {
     mem::Unlock(cat->lock);
@@ -364,7 +412,7 @@ Status DropCollection(Ctx& c, std::string_view name) {
 Status RenameCollection(Ctx& c, std::string_view from, std::string_view to) {
   if (!ValidName(to)) return Status::kInvalid;
   Catalog* cat = c.catalog;
-  (void)mem::Lock(cat->lock);
+  LockCatalog(*cat);
   int idx = FindLive(*cat, from);
   Status st = Status::kOk;
   if (idx < 0) {
@@ -372,7 +420,14 @@ Status RenameCollection(Ctx& c, std::string_view from, std::string_view to) {
   } else if (from != to && FindLive(*cat, to) >= 0) {
     st = Status::kExists;
   } else {
+    // The new name goes to pending_name first: a rename killed during the
+    // copy is finished by whoever takes the lock over (RepairCatalogLocked).
+    char buf[64] = {};
+    std::memcpy(buf, to.data(), to.size());
+    mem::AtomicCopyIn(cat->pending_name, buf, sizeof buf);
+    __atomic_store_n(&cat->pending_index, static_cast<uint32_t>(idx) + 1, __ATOMIC_RELEASE);
     WriteName(cat->tables[idx], to);
+    __atomic_store_n(&cat->pending_index, 0u, __ATOMIC_RELEASE);
   }
   mem::Unlock(cat->lock);
   return st;

@@ -328,6 +328,9 @@ inline uint32_t ExpireHint(int64_t expire_ms) {
 Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::string_view key,
             Off** link_out);
 void LowerHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, int64_t expire_ms);
+// The catalog lock's holder died: take the lock over, finish a rename it
+// left half done, release.
+void RepairCatalogIfDead(Catalog& cat);
 // Raise the table's version floor to at least v (before unlinking a record
 // of version v). A store only when v is above the floor.
 inline void RaiseFloor(TableHeader& h, uint64_t v) {

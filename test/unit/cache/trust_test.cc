@@ -4,7 +4,11 @@
 // One test per defect found in review; each failed on the code before its
 // fix (the race tests within their time bound, on this project's 2-core
 // machines). Races run in threads, each with its own Ctx (own slot).
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <atomic>
 #include <set>
@@ -241,4 +245,43 @@ TEST(Trust, ScanUnderConstantSplitsAndMergesMissesNothing) {
   stop.store(true);
   splitter.join();
   CHECK_EQUAL(0, missing);
+}
+
+// Defect 3: a rename killed mid-copy left the name seqlock odd; repair
+// released the catalog lock without restoring it and every name lookup
+// (the timer's too) spun forever. Now whoever meets the dead holder
+// finishes the rename; lookups never hang.
+TEST(Trust, KilledRenameIsFinishedNotAHang) {
+  cache::TableRef g = f->Table("sessions");
+  cache::Catalog* cat = c().catalog;
+  pid_t p = fork();
+  if (p == 0) {
+    cache::Ctx c2(*f->arena, 1);
+    // RenameCollection's steps, killed in the middle of the name copy.
+    (void)mem::Lock(cat->lock);
+    std::memcpy(cat->pending_name, "renamed", 8);
+    cat->pending_index = g.index + 1;
+    g.h->name_seq.fetch_add(1);
+    std::memcpy(g.h->name, "ren", 3);
+    _exit(0);
+  }
+  int st;
+  waitpid(p, &st, 0);
+  // A lookup in a child with a deadline: it must answer, not spin.
+  pid_t q = fork();
+  if (q == 0) {
+    alarm(10);
+    cache::Ctx c3(*f->arena, 2);
+    cache::TableRef r;
+    _exit(cache::OpenCollection(c3, "renamed", &r) == Status::kOk ? 0 : 3);
+  }
+  waitpid(q, &st, 0);
+  CHECK(WIFEXITED(st));
+  CHECK_EQUAL(0, WEXITSTATUS(st));
+  CHECK_EQUAL(0u, g.h->name_seq.load() & 1);
+  CHECK_EQUAL(0u, mem::LockHolder(cat->lock));
+  cache::TableRef r;
+  CHECK(cache::OpenCollection(c(), "renamed", &r) == Status::kOk);
+  CHECK(cache::RenameCollection(c(), "renamed", "again") == Status::kOk);
+  CHECK(cache::OpenCollection(c(), "again", &r) == Status::kOk);
 }

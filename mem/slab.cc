@@ -286,6 +286,13 @@ void Allocator::FlushToGlobal() {
   }
 }
 
+void Allocator::Release() {
+  FlushToGlobal();
+  BindLockToken(0);
+  ps_->owner_start.store(0, std::memory_order_relaxed);
+  ps_->owner_tid.store(0, std::memory_order_release);
+}
+
 void FreeGlobal(Arena& a, Off cell) {
   if (cell == 0) return;
   uint8_t cls = ClassByte(a, cell);

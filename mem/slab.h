@@ -158,6 +158,8 @@ class Allocator {
   // Give every privately held cell to the global pools (before fork, or at
   // clean exit).
   void FlushToGlobal();
+  // Clean exit: flush, then free the slot (nothing left for an adopter).
+  void Release();
 
   uint32_t slot() const { return slot_; }
   Arena& arena() const { return *arena_; }

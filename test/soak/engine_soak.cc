@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache/audit.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 
@@ -185,7 +186,7 @@ bool AllEqual(const char* p, size_t n) {
       }
     }
   }
-  c.alloc.FlushToGlobal();
+  c.alloc.Release();
   _exit(0);
 }
 
@@ -226,6 +227,7 @@ bool AllEqual(const char* p, size_t n) {
     }
     usleep(2000);
   }
+  c.alloc.Release();
   _exit(0);
 }
 
@@ -325,12 +327,18 @@ int RunOn(mem::Arena* a, const Config& cfg) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad_exit;
 
   // ---- verification (the parent, all children gone) ----
-  cache::Ctx c(*a, 0);
-  uint32_t repaired = cache::RepairDead(c);
   int failures = 0;
   auto fail = [&](const std::string& m) {
     if (failures++ < 10) std::printf("  FAIL: %s\n", m.c_str());
   };
+  cache::Ctx c(*a, 0);
+  // Before any repair: without kills nothing may be left locked or odd
+  // (the children exited cleanly); with kills, only what a dead process held.
+  cache::AuditReport pre = cache::Audit(c);
+  if (cfg.crash == 0 && !pre.clean()) fail("before repair: " + pre.Summary());
+  if (pre.error_count > 0 && pre.dead_holders == 0) fail("damage without a dead holder: " + pre.Summary());
+  uint32_t repaired = cache::RepairDead(c);
+  if (cfg.crash == 0 && repaired != 0) fail("repairs without kills: " + std::to_string(repaired));
   if (sh->first_error[0]) fail(std::string("during run: ") + sh->first_error);
   if (bad_exit) fail(std::to_string(bad_exit) + " child(ren) exited abnormally");
   std::string v;
@@ -355,6 +363,13 @@ int RunOn(mem::Arena* a, const Config& cfg) {
     fail("counter sum " + std::to_string(sum) + " != acknowledged increments " +
          std::to_string(acked) + " (+ up to " + std::to_string(uncertain) + " in flight)");
   }
+  // The audit after repair: clean; without kills not one cell leaked.
+  cache::AuditReport post = cache::Audit(c);
+  if (!post.clean()) fail("audit after repair: " + post.Summary());
+  if (cfg.crash == 0 && post.cells_leaked + post.large_leaked != 0) {
+    fail("cells leaked without kills: " + post.Summary());
+  }
+  std::printf("audit: %s\n", post.Summary().c_str());
   // Every bucket unlocked and even; immortal keys found by a full SCAN.
   uint64_t linked = 0, scanned_imm = 0;
   for (const cache::TableRef* t : {&tg, &to}) {

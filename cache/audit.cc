@@ -1,0 +1,320 @@
+// perfcached — the audit (see audit.h for what it checks).
+// Copyright (c) 2026 the perfcached authors.
+#include "cache/audit.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "mem/atomic_copy.h"
+
+namespace cache {
+
+using namespace detail;
+
+namespace {
+
+struct Auditor {
+  Ctx& c;
+  const mem::Arena& a;
+  const AuditOptions& o;
+  AuditReport r;
+  // Cell -> 1 live, 2 free (quiescent mode only).
+  std::unordered_map<Off, uint8_t> cells;
+
+  void Error(const std::string& m) {
+    if (r.errors.size() < o.max_errors) r.errors.push_back(m);
+    ++r.error_count;
+  }
+
+  void DeadCheck(const mem::ShmLock& l, const std::string& what) {
+    uint32_t h = mem::LockHolder(l);
+    if (h != 0 && mem::TidIsDead(h)) {
+      ++r.dead_holders;
+      if (r.errors.size() < o.max_errors) r.errors.push_back(what + ": held by dead " + std::to_string(h));
+    }
+  }
+
+  // Mark a cell; a second mark is the double-reference defect.
+  void Mark(Off cell, uint8_t state, const char* what) {
+    if (o.live) return;
+    auto [it, fresh] = cells.emplace(cell, state);
+    if (!fresh) {
+      Error(std::string(what) + ": cell " + std::to_string(cell) + " referenced twice (" +
+            (it->second == 1 ? "live" : "free") + " and " + (state == 1 ? "live" : "free") + ")");
+    }
+  }
+
+  // A sane record: its key (copied) or false.
+  bool Record(Off rec, std::string* key, uint8_t* type, int64_t* expire) {
+    size_t bound = mem::CellBound(a, rec);
+    if (bound < kRecHdr) return false;
+    RecView v{a.At(rec)};
+    size_t klen = v.klen();
+    *type = v.type();
+    if (klen > bound - kRecHdr || *type > kTypeMax) return false;
+    size_t voff = ValueOffset(*type, klen);
+    if (voff > bound || v.vlen() > bound - voff) return false;
+    key->resize(klen);
+    mem::AtomicCopyOut(key->data(), v.key(), klen);
+    *expire = v.expire();
+    return true;
+  }
+
+  void Bucket1(TableHeader& h, uint64_t route, uint64_t idx, Bucket& b,
+               std::unordered_set<std::string>* keys, const std::string& tn) {
+    if (o.live) LockBucket(c, h, idx, b);
+    std::string where = tn + " bucket " + std::to_string(idx);
+    if (!o.live) DeadCheck(b.lock, where);
+    if (b.seq.load(std::memory_order_acquire) & 1) Error(where + ": odd seqlock");
+    uint32_t used = Used(TagsHi(b));
+    bool reachable = idx < RouteBuckets(route);
+    if (used > static_cast<uint32_t>(kSlots)) {
+      Error(where + ": used " + std::to_string(used));
+      used = kSlots;
+    }
+    if (!reachable && used != 0) Error(where + ": unreachable bucket holds " + std::to_string(used));
+    uint32_t hint = 0;
+    if (uint32_t* hp = HintAt(a, h, idx)) hint = mem::LoadRelaxed32(hp);
+    std::string key;
+    for (uint32_t i = 0; i < static_cast<uint32_t>(kSlots); ++i) {
+      Off rec = SlotAt(b, static_cast<int>(i));
+      if (i >= used) {
+        if (rec != 0) Error(where + ": slot " + std::to_string(i) + " above used is set");
+        continue;
+      }
+      uint8_t type;
+      int64_t exp;
+      if (rec == 0 || !Record(rec, &key, &type, &exp)) {
+        Error(where + ": slot " + std::to_string(i) + " is not a sane record");
+        continue;
+      }
+      ++r.records;
+      Mark(rec, 1, "record");
+      uint64_t hash = HashOf(c, key);
+      if (RouteIdx(route, hash) != idx) Error(where + ": key routes elsewhere");
+      if (GetTag(b, static_cast<int>(i)) != TagOf(hash)) Error(where + ": wrong tag");
+      uint32_t e = ExpireHint(exp);
+      if (e != 0 && (hint == 0 || hint > e)) Error(where + ": expiry hint above a record's expiry");
+      if (keys && !keys->insert(key).second) Error(where + ": key twice in the table");
+    }
+    if (o.live) mem::Unlock(b.lock);
+  }
+
+  void Overflow1(TableHeader& h, uint64_t route, std::unordered_set<std::string>* keys,
+                 const std::string& tn) {
+    if (o.live) LockOverflow(c, h);
+    else DeadCheck(h.ovf.lock, tn + " overflow");
+    if (h.ovf.seq.load() & 1) Error(tn + " overflow: odd seqlock");
+    Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+    uint64_t nodes = 0;
+    std::string key;
+    for (uint32_t j = 0; j < kOvfHeads && h.ovf.heads != 0; ++j) {
+      uint32_t guard = 1u << 20;
+      for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0; --guard) {
+        if (guard == 0 || mem::CellBound(a, node) < kNodeBytes) {
+          Error(tn + " overflow: broken chain at head " + std::to_string(j));
+          break;
+        }
+        ++nodes;
+        Mark(node, 1, "overflow node");
+        Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+        uint8_t type;
+        int64_t exp;
+        if (!Record(rec, &key, &type, &exp)) {
+          Error(tn + " overflow: node with a bad record");
+        } else {
+          ++r.records;
+          Mark(rec, 1, "record");
+          uint64_t hash = HashOf(c, key);
+          if ((hash & (kOvfHeads - 1)) != j) Error(tn + " overflow: node in the wrong head");
+          if (mem::LoadRelaxed32(a.At(node) + kNodeHash) != static_cast<uint32_t>(hash >> 32)) {
+            Error(tn + " overflow: wrong hash in node");
+          }
+          if (keys && !keys->insert(key).second) Error(tn + " overflow: key also elsewhere");
+          if (!o.live) {
+            Bucket* b = BucketAt(a, h, RouteIdx(route, hash));
+            Off dummy;
+            if (b && FindInBucket(a, *b, TagOf(hash), key, &dummy) >= 0) {
+              Error(tn + " overflow: key also in its bucket");
+            }
+          }
+        }
+        node = mem::LoadRelaxed32(a.At(node) + kNodeNext);
+      }
+    }
+    r.overflow_nodes += nodes;
+    if (h.ovf.count.load() != nodes) {
+      Error(tn + " overflow: count " + std::to_string(h.ovf.count.load()) + " != nodes " +
+            std::to_string(nodes));
+    }
+    if (o.live) mem::Unlock(h.ovf.lock);
+  }
+
+  void Table1(TableHeader& h, uint32_t ti) {
+    std::string tn = "table " + std::to_string(ti);
+    ++r.tables;
+    std::unordered_set<std::string> keyset;
+    std::unordered_set<std::string>* keys = o.live ? nullptr : &keyset;
+    if (!o.live) DeadCheck(h.admin, tn + " admin");
+    uint64_t span = uint64_t{h.nsegs} << kSegShift;
+    for (uint64_t start = 0; start < span; start += kAuditStep) {
+      if (o.live) (void)mem::Lock(h.admin, c.tid);
+      uint64_t route = h.route.load(std::memory_order_acquire);
+      uint64_t end = std::min<uint64_t>(span, start + kAuditStep);
+      for (uint64_t idx = start; idx < end; ++idx) {
+        Bucket* b = BucketAt(a, h, idx);
+        if (!b) continue;
+        ++r.buckets;
+        Bucket1(h, route, idx, *b, keys, tn);
+      }
+      if (o.live) mem::Unlock(h.admin);
+    }
+    if (o.live) (void)mem::Lock(h.admin, c.tid);
+    Overflow1(h, h.route.load(std::memory_order_acquire), keys, tn);
+    if (o.live) mem::Unlock(h.admin);
+  }
+
+  void Catalog1() {
+    Catalog& cat = *c.catalog;
+    DeadCheck(cat.lock, "catalog");
+    if (cat.pending_index != 0 && mem::LockHolder(cat.lock) == 0) Error("catalog: rename left pending");
+    for (uint32_t i = 0; i < kMaxCollections; ++i) {
+      TableHeader& h = cat.tables[i];
+      uint32_t st = h.state.load();
+      if (st > kTableDropping) Error("table " + std::to_string(i) + ": bad state");
+      if (st != kTableLive) continue;
+      if (h.name_seq.load() & 1) Error("table " + std::to_string(i) + ": odd name seqlock");
+      char name[64];
+      mem::AtomicCopyOut(name, h.name, sizeof name);
+      size_t n = strnlen(name, sizeof name);
+      if (n == 0 || n > kMaxName) Error("table " + std::to_string(i) + ": bad name");
+      Table1(h, i);
+    }
+  }
+
+  void Memory() {
+    mem::ArenaHeader* ah = a.hdr();
+    DeadCheck(ah->group_lock, "group lock");
+    uint64_t live_by_class[mem::kNumClasses] = {}, free_by_class[mem::kNumClasses] = {};
+    if (!o.live) {
+      for (auto& [cell, st] : cells) {
+        uint8_t cls = mem::LoadRelaxed8(a.At(cell));
+        if (cls < mem::kNumClasses && st == 1) ++live_by_class[cls];
+      }
+    }
+    for (int cls = 0; cls < mem::kNumClasses; ++cls) {
+      mem::SlabPool* p = mem::PoolAt(a, cls);
+      DeadCheck(p->lock, "pool " + std::to_string(cls));
+      if (o.live) continue;
+      uint64_t guard = p->cells_total.load() + 1;
+      for (Off cur = p->head; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
+        if (guard-- == 0) {
+          Error("pool " + std::to_string(cls) + ": list longer than the class (a cycle)");
+          break;
+        }
+        if (mem::CellBound(a, cur) == 0 || mem::LoadRelaxed8(a.At(cur)) != cls) {
+          Error("pool " + std::to_string(cls) + ": foreign cell on the list");
+          break;
+        }
+        Mark(cur, 2, "pool");
+        ++free_by_class[cls];
+      }
+    }
+    for (uint32_t s = 0; s < ah->max_procs; ++s) {
+      mem::ProcSlot* ps = mem::SlotAt(a, s);
+      if (mem::SlotOwnerDead(*ps)) {
+        ++r.dead_holders;
+        if (r.errors.size() < o.max_errors) r.errors.push_back("slot " + std::to_string(s) + ": owner dead, not adopted");
+      }
+      if (o.live) continue;
+      for (int cls = 0; cls < mem::kNumClasses; ++cls) {
+        mem::ClassCache& cc = ps->cls[cls];
+        uint64_t guard = cc.free_count + 1;
+        for (Off cur = cc.free_head; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
+          if (guard-- == 0 || mem::CellBound(a, cur) == 0 || mem::LoadRelaxed8(a.At(cur)) != cls) {
+            Error("slot " + std::to_string(s) + " class " + std::to_string(cls) + ": bad free stack");
+            break;
+          }
+          Mark(cur, 2, "slot stack");
+          ++free_by_class[cls];
+        }
+        size_t step = mem::kClassSize[cls] / mem::kUnit;
+        for (Off x = mem::BumpNext(cc.bump); x < mem::BumpEnd(cc.bump); x += static_cast<Off>(step)) {
+          Mark(x, 2, "slot bump");
+          ++free_by_class[cls];
+        }
+      }
+    }
+    if (o.live) return;
+    r.memory_checked = true;
+    for (int cls = 0; cls < mem::kNumClasses; ++cls) {
+      uint64_t total = mem::PoolAt(a, cls)->cells_total.load();
+      r.cells_live += live_by_class[cls];
+      r.cells_free += free_by_class[cls];
+      uint64_t accounted = live_by_class[cls] + free_by_class[cls];
+      if (accounted > total) {
+        Error("class " + std::to_string(cls) + ": " + std::to_string(accounted) +
+              " cells accounted of " + std::to_string(total));
+      } else {
+        r.cells_leaked += total - accounted;
+      }
+    }
+    // Large objects: well-formed runs; a head that no record holds leaked.
+    for (uint32_t g = ah->meta_groups; g < ah->hwm_groups;) {
+      uint32_t e = a.GroupEntry(g);
+      auto k = mem::Arena::EntryKind(e);
+      if (k == mem::GroupKind::kLargeCont) {
+        Error("group " + std::to_string(g) + ": large continuation without its head");
+        ++g;
+        continue;
+      }
+      if (k != mem::GroupKind::kLargeHead) {
+        ++g;
+        continue;
+      }
+      uint32_t n = mem::Arena::EntryRun(e);
+      for (uint32_t i = 1; i < n; ++i) {
+        uint32_t ce = a.GroupEntry(g + i);
+        if (mem::Arena::EntryKind(ce) != mem::GroupKind::kLargeCont || mem::Arena::EntryRun(ce) != i) {
+          Error("group " + std::to_string(g) + ": large run broken at +" + std::to_string(i));
+        }
+      }
+      Off head = a.OffOf(a.base() + size_t{g} * mem::kGroupSize);
+      if (cells.count(head)) ++r.large_live;
+      else ++r.large_leaked;
+      g += n ? n : 1;
+    }
+  }
+};
+
+}  // namespace
+
+std::string AuditReport::Summary() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "tables=%llu buckets=%llu records=%llu overflow=%llu dead_holders=%llu errors=%llu",
+                static_cast<unsigned long long>(tables), static_cast<unsigned long long>(buckets),
+                static_cast<unsigned long long>(records), static_cast<unsigned long long>(overflow_nodes),
+                static_cast<unsigned long long>(dead_holders), static_cast<unsigned long long>(error_count));
+  std::string s = buf;
+  if (memory_checked) {
+    std::snprintf(buf, sizeof buf, " cells: live=%llu free=%llu leaked=%llu large: live=%llu leaked=%llu",
+                  static_cast<unsigned long long>(cells_live), static_cast<unsigned long long>(cells_free),
+                  static_cast<unsigned long long>(cells_leaked), static_cast<unsigned long long>(large_live),
+                  static_cast<unsigned long long>(large_leaked));
+    s += buf;
+  }
+  for (const auto& e : errors) s += "\n  " + e;
+  return s;
+}
+
+AuditReport Audit(Ctx& c, const AuditOptions& o) {
+  Auditor au{c, c.arena, o, {}, {}};
+  au.Catalog1();
+  au.Memory();
+  return au.r;
+}
+
+}  // namespace cache

@@ -127,6 +127,8 @@ soak-short: $(SOAK_BIN)
 soak: $(SOAK_BIN)
 	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000
 	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000 --crash 200
+	$(Q)$(MAKE) --no-print-directory $(DAEMON_BIN)
+	$(Q)cd test/integration && PERFCACHED_LONG=1 /usr/bin/python3 -m unittest -v test_engine_trust
 
 # Fuzz targets need clang's libFuzzer.
 FUZZ_CXX ?= clang++-14

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "cache/glob.h"
+#include "cache/audit.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "modules/mi/mi_module.h"
@@ -321,6 +322,21 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   });
 
   // ---- perf_* ----
+  Add(r, "perfcached", "perf_check",
+      "audit the live arena in bounded steps (tables, catalog, locks held by dead processes)",
+      {{}}, [e](const Params&) {
+        cache::AuditReport rep = cache::Audit(*e->pc.ctx, {.live = true});
+        Json errs = Json::array();
+        for (const auto& m : rep.errors) errs.push_back(m);
+        return mi::MiResult(Json{{"clean", rep.clean()},
+                                 {"tables", rep.tables},
+                                 {"buckets", rep.buckets},
+                                 {"records", rep.records},
+                                 {"overflow_nodes", rep.overflow_nodes},
+                                 {"dead_holders", rep.dead_holders},
+                                 {"error_count", rep.error_count},
+                                 {"errors", errs}});
+      });
   Add(r, "perfcached", "perf_collections", "list collections", {{}}, [e](const Params&) {
     Json list = Json::array();
     for (const auto& ci : cache::ListCollections(*e->pc.ctx)) list.push_back(CollectionJson(ci));

@@ -65,6 +65,7 @@ $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETT
   echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' > $(SETTINGS))
 
 .PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration daemon-san \
+        crash-build crash-points crash-points-all canary \
         check-deps format-check clean run
 
 all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
@@ -129,6 +130,22 @@ soak: $(SOAK_BIN)
 	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000 --crash 200
 	$(Q)$(MAKE) --no-print-directory $(DAEMON_BIN)
 	$(Q)cd test/integration && PERFCACHED_LONG=1 /usr/bin/python3 -m unittest -v test_engine_trust
+
+# Crash points (mem/crash_point.h): the engine rebuilt with a kill site at
+# every store, and the driver that kills a writer at each and audits.
+CRASH_BUILD := build-crash
+CRASH_BIN := $(BUILD)/bin/crash_points
+$(CRASH_BIN): $(BUILD)/test/crash/crash_points.o $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+crash-build:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(CRASH_BUILD) EXTRA_CXXFLAGS=-DPERFCACHED_CRASH_POINTS \
+	  $(CRASH_BUILD)/bin/crash_points
+crash-points: crash-build
+	$(Q)$(CRASH_BUILD)/bin/crash_points --sample 300 --per-site 2
+crash-points-all: crash-build
+	$(Q)$(CRASH_BUILD)/bin/crash_points --all
 
 # Fuzz targets need clang's libFuzzer.
 FUZZ_CXX ?= clang++-14
@@ -199,7 +216,7 @@ run: deps
 	$(DAEMON_BIN) -D $(RUN_ARGS)
 
 clean:
-	rm -rf build build-asan build-tsan bench/engine bin
+	rm -rf build build-asan build-tsan build-crash build-canary* bench/engine bin
 
 -include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d) $(BUILD)/modules/perfcli_main.d
--include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)
+-include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(BUILD)/test/crash/crash_points.d

@@ -106,7 +106,13 @@ inline void SetUsed(Bucket& b, uint32_t used) {
 }
 inline void SetSlot(Bucket& b, int i, mem::Off off) { mem::StoreRelaxed32(&b.slot[i], off); }
 
-inline void WriteBegin(Bucket& b) { b.seq.fetch_add(1, std::memory_order_acq_rel); }
-inline void WriteEnd(Bucket& b) { b.seq.fetch_add(1, std::memory_order_acq_rel); }
+inline void WriteBegin(Bucket& b PC_LOC_PARAM) {
+  PC_LOC_POINT();
+  b.seq.fetch_add(1, std::memory_order_acq_rel);
+}
+inline void WriteEnd(Bucket& b PC_LOC_PARAM) {
+  PC_LOC_POINT();
+  b.seq.fetch_add(1, std::memory_order_acq_rel);
+}
 
 }  // namespace cache

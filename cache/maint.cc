@@ -54,6 +54,7 @@ bool UnlinkNodeLocked(const mem::Arena& a, TableHeader& h, Off node) {
     for (Off n = mem::LoadRelaxed32(link); n != 0 && guard-- > 0; n = mem::LoadRelaxed32(link)) {
       if (n == node) {
         mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(n) + kNodeNext));
+        PC_CRASH_POINT();
         h.ovf.count.fetch_sub(1, std::memory_order_release);
         return true;
       }
@@ -150,6 +151,7 @@ bool Split(Ctx& c, TableHeader& h) {
   // and misses is guaranteed to see the new route on its re-check. Only
   // then drop the moved entries from S (a crash before this point leaves S
   // intact and P unreachable; after it, repair drops S's misrouted copies).
+  PC_CRASH_POINT();
   h.route.store(nroute, std::memory_order_release);
   uint32_t keep = 0;
   for (uint32_t i = 0; i < used; ++i) {
@@ -171,8 +173,10 @@ bool Split(Ctx& c, TableHeader& h) {
   SetHint(a, h, s, MinHint(a, *bs));
   if (ovf_locked) {
     if (nhomes > 0) {
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       for (uint32_t i = 0; i < nhomes; ++i) UnlinkNodeLocked(a, h, homes[i].node);
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     }
     mem::Unlock(h.ovf.lock);
@@ -222,6 +226,7 @@ bool Merge(Ctx& c, TableHeader& h) {
     SetTag(*bt, static_cast<int>(ut + i), GetTag(*bp, static_cast<int>(i)));
   }
   SetUsed(*bt, ut + up);
+  PC_CRASH_POINT();
   h.route.store(nroute, std::memory_order_release);
   ClearBucketLocked(*bp);
   SetHint(a, h, t, MinHint(a, *bt));
@@ -321,6 +326,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
   if (h.ovf.count.load(std::memory_order_acquire) != 0) {
     std::vector<Off> nodes;
     LockOverflow(c, h);
+    PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
     for (uint32_t i = 0; i < kOvfHeads; ++i) {
@@ -333,6 +339,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
         if (e != 0 && e <= now) {
           RaiseFloor(h, RecView{a.At(rec)}.version());
           mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+          PC_CRASH_POINT();
           h.ovf.count.fetch_sub(1, std::memory_order_relaxed);
           c.dead.push_back(rec);
           nodes.push_back(node);
@@ -341,6 +348,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
         }
       }
     }
+    PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     mem::Unlock(h.ovf.lock);
     for (Off rec : c.dead) {
@@ -408,9 +416,12 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
       Off* link = nullptr;
       Off node = OvfFind(a, th, HashOf(c, key), key, &link);
       if (node != 0) {
+        PC_CRASH_POINT();
         th.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
         mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+        PC_CRASH_POINT();
         th.ovf.count.fetch_sub(1, std::memory_order_release);
+        PC_CRASH_POINT();
         th.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       }
     }
@@ -438,6 +449,7 @@ void RepairOverflowLocked(Ctx& c, TableHeader& h) {
       link = reinterpret_cast<Off*>(a.At(node) + kNodeNext);
     }
   }
+  PC_CRASH_POINT();
   h.ovf.count.store(count);
   if (h.ovf.seq.load() & 1) h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
   Count(c, h, kStatRepairs);

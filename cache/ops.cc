@@ -173,9 +173,12 @@ void UnlinkKeyLocked(const mem::Arena& a, TableHeader& h, const KeyLock& k) {
     SetSlot(b, last, 0);
     WriteEnd(b);
   } else if (k.node) {
+    PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     mem::StoreRelaxed32(k.link, mem::LoadRelaxed32(a.At(k.node) + kNodeNext));
+    PC_CRASH_POINT();
     h.ovf.count.fetch_sub(1, std::memory_order_release);
+    PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
   }
 }
@@ -466,8 +469,10 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       // the bracket (no new cell, no slot change).
       std::atomic<uint32_t>& seq = onode ? h.ovf.seq : b->seq;
       int64_t exp = o.keep_ttl ? old_exp : o.expire_ms;
+      PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       ov.set_meta(exp, ver);
+      PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       LowerHint(a, h, idx, exp);
       if (ovf_locked) mem::Unlock(h.ovf.lock);
@@ -486,8 +491,10 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       SetSlot(*b, i, nrec);
       WriteEnd(*b);
     } else if (onode != 0) {
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       mem::StoreRelaxed32(a.At(onode) + kNodeRec, nrec);
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     } else if (!full) {
       uint32_t used = Used(TagsHi(*b));
@@ -507,9 +514,12 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       mem::StoreRelaxed32(np + kNodeRec, nrec);
       mem::StoreRelaxed32(np + kNodeHash, static_cast<uint32_t>(hash >> 32));
       mem::StoreRelaxed32(np + kNodeNext, mem::LoadRelaxed32(head));
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       mem::StoreRelaxed32(head, node);  // linked by one store: crash-consistent
+      PC_CRASH_POINT();
       h.ovf.count.fetch_add(1, std::memory_order_release);
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       node = 0;
       Count(c, h, kStatOvfInserts);
@@ -586,9 +596,12 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
     if (node != 0) {
       rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
       RaiseFloor(h, RecView{a.At(rec)}.version());
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+      PC_CRASH_POINT();
       h.ovf.count.fetch_sub(1, std::memory_order_release);
+      PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     }
     mem::Unlock(h.ovf.lock);
@@ -641,9 +654,11 @@ Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, in
         } else {
           // The bracket: a reader never sees the counter and its version torn.
           std::atomic<uint32_t>& seq = KeySeq(h, k);
+          PC_CRASH_POINT();
           seq.fetch_add(1, std::memory_order_acq_rel);
           mem::StoreRelaxed64(vp, static_cast<uint64_t>(n));
           v.set_meta(v.expire(), NextVersion(v.version()));
+          PC_CRASH_POINT();
           seq.fetch_add(1, std::memory_order_acq_rel);
           *result = n;
         }
@@ -704,8 +719,10 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
       removed = true;
     } else if (ok) {
       std::atomic<uint32_t>& seq = KeySeq(h, k);
+      PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       v.set_meta(expire_ms, NextVersion(v.version()));
+      PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       LowerHint(a, h, k.idx, expire_ms);
     }

@@ -55,9 +55,11 @@ void WriteName(TableHeader& h, std::string_view name) {
   char buf[64] = {};
   std::memcpy(buf, name.data(), name.size() < 63 ? name.size() : 63);
   if (!(h.name_seq.load(std::memory_order_relaxed) & 1)) {
+    PC_CRASH_POINT();
     h.name_seq.fetch_add(1, std::memory_order_acq_rel);
   }
   mem::AtomicCopyIn(h.name, buf, sizeof buf);
+  PC_CRASH_POINT();
   h.name_seq.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -74,6 +76,7 @@ void RepairCatalogLocked(Catalog& cat) {
   cat.pending_index = 0;
   for (TableHeader& h : cat.tables) {
     if (h.name_seq.load(std::memory_order_relaxed) & 1) {
+      PC_CRASH_POINT();
       h.name_seq.fetch_add(1, std::memory_order_acq_rel);
     }
   }
@@ -245,6 +248,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
     return Status::kFull;
   }
   TableHeader& h = cat->tables[idx];
+  PC_CRASH_POINT();
   h.state.store(kTableDropping);  // reserved: not yet visible as live
   mem::Unlock(cat->lock);
 
@@ -257,6 +261,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
   for (uint32_t s = 0; ok && s < nseg; ++s) ok = detail::EnsureSegment(c, h, s);
   mem::Unlock(h.admin);
   if (!ok) {
+    PC_CRASH_POINT();
     h.state.store(kTableFree);
     return Status::kNoMem;
   }
@@ -264,6 +269,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
   h.flags = o.expired_events ? kTableExpiredEvents : 0;
   h.min_buckets = 1u << level;
   h.load_x100 = o.load_x100 ? o.load_x100 : 400;
+  PC_CRASH_POINT();
   h.route.store(uint64_t{level} << 32, std::memory_order_release);
   h.created_ms.store(NowMs(c));
   StatLine* lines = reinterpret_cast<StatLine*>(c.arena.At(h.stats));
@@ -271,15 +277,18 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
     for (auto& v : lines[p].c) v.store(0, std::memory_order_relaxed);
   }
   for (auto& v : h.stat_base) v.store(0);
+  PC_CRASH_POINT();
   uint32_t gen = h.gen.fetch_add(1) + 1;
   LockCatalog(*cat);
   bool dup = FindLive(*cat, name) >= 0;  // a racing create of the same name
   if (!dup) {
+    PC_CRASH_POINT();
     h.state.store(kTableLive, std::memory_order_release);
     ++cat->count;
   }
   mem::Unlock(cat->lock);
   if (dup) {
+    PC_CRASH_POINT();
     h.state.store(kTableFree);
     return Status::kExists;
   }
@@ -326,6 +335,7 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     WriteBegin(*b);
     mem::StoreRelaxed64(&b->tags_lo, 0);
     mem::StoreRelaxed32(&b->tags_hi, 0);
+    for (uint32_t sl = 0; sl < used; ++sl) SetSlot(*b, static_cast<int>(sl), 0);
     if (uint32_t* hint = detail::HintAt(c.arena, h, i)) mem::StoreRelaxed32(hint, 0);
     WriteEnd(*b);
     mem::Unlock(b->lock);
@@ -335,6 +345,7 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
   }
   if (h.ovf.count.load() != 0) {
     detail::LockOverflow(c, h);
+    PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     Off* heads = reinterpret_cast<Off*>(c.arena.At(h.ovf.heads));
     for (uint32_t i = 0; i < kOvfHeads; ++i) {
@@ -351,7 +362,9 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
       mem::StoreRelaxed32(&heads[i], 0);
     }
     n += c.dead.size() / 2;
+    PC_CRASH_POINT();
     h.ovf.count.store(0);
+    PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     mem::Unlock(h.ovf.lock);
     for (Off d : c.dead) c.alloc.Free(d);
@@ -387,7 +400,9 @@ Status DropCollection(Ctx& c, std::string_view name) {
     return Status::kNotFound;
   }
   TableHeader& h = cat->tables[idx];
+  PC_CRASH_POINT();
   h.state.store(kTableDropping, std::memory_order_release);
+  PC_CRASH_POINT();
   h.gen.fetch_add(1);  // from here, every op on the old gen is stale
   --cat->count;
   mem::Unlock(cat->lock);
@@ -403,8 +418,10 @@ Status DropCollection(Ctx& c, std::string_view name) {
     FreeSegment(c, so, ho);
   }
   h.nsegs = 0;
+  PC_CRASH_POINT();
   h.route.store(0);
   mem::Unlock(h.admin);
+  PC_CRASH_POINT();
   h.state.store(kTableFree, std::memory_order_release);
   return Status::kOk;
 }

@@ -335,6 +335,7 @@ void RepairCatalogIfDead(Catalog& cat);
 // of version v). A store only when v is above the floor.
 inline void RaiseFloor(TableHeader& h, uint64_t v) {
   uint64_t cur = h.ver_floor.load(std::memory_order_relaxed);
+  if (v > cur) PC_CRASH_POINT();
   while (v > cur && !h.ver_floor.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
   }
 }

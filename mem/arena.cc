@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "mem/crash_point.h"
 #include "mem/hugepage.h"
 #include "mem/slab.h"
 
@@ -79,6 +80,7 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   h->pools_off = pools_off;
   h->slots_off = pools_off + sizeof(SlabPool) * kNumClasses;
   h->user_off = user_off;
+  PC_CRASH_POINT();
   h->hwm_groups = h->meta_groups;
   a->group_map_ = reinterpret_cast<uint32_t*>(m.base + group_map_off);
   for (uint32_t g = 0; g < h->meta_groups; ++g) a->group_map_[g] = Entry(GroupKind::kMeta, 1);
@@ -114,6 +116,7 @@ bool Arena::PopulateLocked(size_t upto) {
   if (!PopulateRange(base_ + pop, upto - pop, tier())) return false;
   if (h->locked) (void)mlock(base_ + pop, upto - pop);
   // Publish only after the pages exist: readers bound-check against this.
+  PC_CRASH_POINT();
   h->populated_bytes.store(upto, std::memory_order_release);
   return true;
 }
@@ -146,6 +149,7 @@ int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {
       return -1;
     }
     first = static_cast<int64_t>(start);
+    PC_CRASH_POINT();
     h->hwm_groups = static_cast<uint32_t>(start + n);
   } else {
     for (uint32_t g = static_cast<uint32_t>(first); g < first + n; ++g) {
@@ -155,14 +159,17 @@ int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {
           return -1;
         }
         h->released_bytes.fetch_sub(kGroupSize, std::memory_order_relaxed);
+        PC_CRASH_POINT();
         __atomic_store_n(group_map_ + g, Entry(GroupKind::kFree, 0), __ATOMIC_RELEASE);
       }
     }
   }
   GroupKind cont = kind == GroupKind::kLargeHead ? GroupKind::kLargeCont : kind;
   for (uint32_t i = 1; i < n; ++i) {
+    PC_CRASH_POINT();
     __atomic_store_n(group_map_ + first + i, Entry(cont, i), __ATOMIC_RELEASE);
   }
+  PC_CRASH_POINT();
   __atomic_store_n(group_map_ + first, Entry(kind, n), __ATOMIC_RELEASE);
   return first;
 }
@@ -182,6 +189,7 @@ void Arena::FreeGroups(uint32_t first) {
       ReleaseRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier());
       h->released_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
     }
+    PC_CRASH_POINT();
     __atomic_store_n(group_map_ + g, Entry(release ? GroupKind::kReleased : GroupKind::kFree, 0),
                      __ATOMIC_RELEASE);
   }
@@ -206,13 +214,17 @@ Off Arena::RegionAlloc(size_t bytes) {
       Unlock(h->group_lock);
       return 0;
     }
+    PC_CRASH_POINT();
     h->region_group = static_cast<uint32_t>(g);
+    PC_CRASH_POINT();
     h->region_pos = 0;
     h->region_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
   }
   char* p = base_ + size_t{h->region_group} * kGroupSize + h->region_pos;
+  PC_CRASH_POINT();
   h->region_pos += static_cast<uint32_t>(bytes);
   Unlock(h->group_lock);
+  PC_CRASH_POINT();
   std::memset(p, 0, bytes);
   return OffOf(p);
 }
@@ -226,10 +238,13 @@ Off Arena::CarveChunk(size_t bytes) {
       Unlock(h->group_lock);
       return 0;
     }
+    PC_CRASH_POINT();
     h->carve_group = static_cast<uint32_t>(g);
+    PC_CRASH_POINT();
     h->carve_pos = 0;
   }
   char* p = base_ + size_t{h->carve_group} * kGroupSize + h->carve_pos;
+  PC_CRASH_POINT();
   h->carve_pos += static_cast<uint32_t>(bytes);
   h->slab_chunks.fetch_add(1, std::memory_order_relaxed);
   Unlock(h->group_lock);

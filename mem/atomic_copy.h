@@ -16,6 +16,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "mem/crash_point.h"
+
 namespace mem {
 
 inline uint64_t LoadRelaxed64(const void* p) {
@@ -30,16 +32,20 @@ inline uint16_t LoadRelaxed16(const void* p) {
 inline uint8_t LoadRelaxed8(const void* p) {
   return __atomic_load_n(static_cast<const uint8_t*>(p), __ATOMIC_RELAXED);
 }
-inline void StoreRelaxed64(void* p, uint64_t v) {
+inline void StoreRelaxed64(void* p, uint64_t v PC_LOC_PARAM) {
+  PC_LOC_POINT();
   __atomic_store_n(static_cast<uint64_t*>(p), v, __ATOMIC_RELAXED);
 }
-inline void StoreRelaxed32(void* p, uint32_t v) {
+inline void StoreRelaxed32(void* p, uint32_t v PC_LOC_PARAM) {
+  PC_LOC_POINT();
   __atomic_store_n(static_cast<uint32_t*>(p), v, __ATOMIC_RELAXED);
 }
-inline void StoreRelaxed16(void* p, uint16_t v) {
+inline void StoreRelaxed16(void* p, uint16_t v PC_LOC_PARAM) {
+  PC_LOC_POINT();
   __atomic_store_n(static_cast<uint16_t*>(p), v, __ATOMIC_RELAXED);
 }
-inline void StoreRelaxed8(void* p, uint8_t v) {
+inline void StoreRelaxed8(void* p, uint8_t v PC_LOC_PARAM) {
+  PC_LOC_POINT();
   __atomic_store_n(static_cast<uint8_t*>(p), v, __ATOMIC_RELAXED);
 }
 
@@ -62,20 +68,21 @@ inline void AtomicCopyOut(void* dst, const void* src, size_t n) {
 }
 
 // Copy n bytes into shared memory that a stale reader may be reading.
-inline void AtomicCopyIn(void* dst, const void* src, size_t n) {
+inline void AtomicCopyIn(void* dst, const void* src, size_t n PC_LOC_PARAM) {
+  PC_LOC_POINT();
   auto* d = static_cast<unsigned char*>(dst);
   auto* s = static_cast<const unsigned char*>(src);
   while (n > 0 && (reinterpret_cast<uintptr_t>(d) & 7) != 0) {
-    StoreRelaxed8(d++, *s++);
+    __atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
     --n;
   }
   for (; n >= 8; n -= 8, s += 8, d += 8) {
     uint64_t w;
     std::memcpy(&w, s, 8);
-    StoreRelaxed64(d, w);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(d), w, __ATOMIC_RELAXED);
   }
   while (n > 0) {
-    StoreRelaxed8(d++, *s++);
+    __atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
     --n;
   }
 }
@@ -106,15 +113,16 @@ inline bool AtomicEqual(const void* shm, std::string_view key) {
 
 namespace mem {
 // Zero shared memory that stale readers may still be reading.
-inline void AtomicZero(void* dst, size_t n) {
+inline void AtomicZero(void* dst, size_t n PC_LOC_PARAM) {
+  PC_LOC_POINT();
   auto* d = static_cast<unsigned char*>(dst);
   while (n > 0 && (reinterpret_cast<uintptr_t>(d) & 7) != 0) {
-    StoreRelaxed8(d++, 0);
+    __atomic_store_n(d++, uint8_t{0}, __ATOMIC_RELAXED);
     --n;
   }
-  for (; n >= 8; n -= 8, d += 8) StoreRelaxed64(d, 0);
+  for (; n >= 8; n -= 8, d += 8) __atomic_store_n(reinterpret_cast<uint64_t*>(d), uint64_t{0}, __ATOMIC_RELAXED);
   while (n > 0) {
-    StoreRelaxed8(d++, 0);
+    __atomic_store_n(d++, uint8_t{0}, __ATOMIC_RELAXED);
     --n;
   }
 }

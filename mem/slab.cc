@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "mem/atomic_copy.h"
+#include "mem/crash_point.h"
 
 namespace mem {
 namespace {
@@ -29,7 +30,9 @@ inline void Bump(std::atomic<uint64_t>& c) {
 void PoolPushChain(SlabPool& p, const Arena& a, Off first, Off last, uint32_t n) {
   (void)Lock(p.lock);  // list is consistent at every store: a dead holder leaves no damage
   SetLink(a, last, p.head);
+  PC_CRASH_POINT();
   p.head = first;
+  PC_CRASH_POINT();
   p.count += n;
   Unlock(p.lock);
 }
@@ -135,11 +138,15 @@ Allocator::Allocator(Arena& a, uint32_t slot)
     }
     // Claim with a CAS so that a concurrent AdoptDeadSlot cannot drain the
     // same state twice; busy until the start time is recorded.
+    PC_CRASH_POINT();
     if (ps_->owner_tid.compare_exchange_strong(prev, self | kSlotBusy)) {
       if (prev != 0) DrainSlot(a, ps_);
+      PC_CRASH_POINT();
       ps_->owner_start.store(start, std::memory_order_release);
       uint32_t gen = ps_->gen.load(std::memory_order_relaxed) + 1;
+      PC_CRASH_POINT();
       ps_->gen.store(gen, std::memory_order_release);
+      PC_CRASH_POINT();
       ps_->owner_tid.store(self, std::memory_order_release);
       g_token_arena = &a;
       SetTokenJudge(&TokenDead);
@@ -164,7 +171,9 @@ Status Allocator::Alloc(size_t bytes, Off* out) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (c.free_head != 0) {
       Off cell = c.free_head;
+      PC_CRASH_POINT();
       c.free_head = GetLink(*arena_, cell);
+      PC_CRASH_POINT();
       --c.free_count;
       Bump(ps_->allocs);
       *out = cell;
@@ -173,6 +182,7 @@ Status Allocator::Alloc(size_t bytes, Off* out) {
     uint64_t r = c.bump;
     if (BumpNext(r) != BumpEnd(r)) {
       Off cell = BumpNext(r);
+      PC_CRASH_POINT();
       c.bump = BumpRange(cell + kClassSize[cls] / kUnit, BumpEnd(r));
       Bump(ps_->allocs);
       *out = cell;
@@ -194,14 +204,18 @@ Status Allocator::Refill(int cls, ClassCache& c) {
       cur = GetLink(*arena_, cur);
       ++n;
     }
+    PC_CRASH_POINT();
     p.head = cur;
     // count is advisory: a holder killed between the head and count stores
     // leaves it low; never let it wrap.
+    PC_CRASH_POINT();
     p.count = p.count > n ? p.count - n : (cur != 0 ? 1 : 0);
     Unlock(p.lock);
     if (n > 0) {
       SetLink(*arena_, last, c.free_head);  // private stack is empty here
+      PC_CRASH_POINT();
       c.free_count += n;
+      PC_CRASH_POINT();
       c.free_head = first;
       return Status::kOk;
     }
@@ -212,12 +226,17 @@ Status Allocator::Refill(int cls, ClassCache& c) {
   size_t cell = kClassSize[cls], ncells = chunk / cell;
   char* base = arena_->At(ch);
   // Stamp every cell's class byte before any cell becomes reachable.
-  for (size_t i = 0; i < ncells; ++i) StoreRelaxed8(base + i * cell, static_cast<uint8_t>(cls));
+  // (One crash point for the loop: the chunk is private until the bump store.)
+  PC_CRASH_POINT();
+  for (size_t i = 0; i < ncells; ++i) {
+    __atomic_store_n(reinterpret_cast<uint8_t*>(base + i * cell), static_cast<uint8_t>(cls), __ATOMIC_RELAXED);
+  }
   p.chunks.fetch_add(1, std::memory_order_relaxed);
   p.cells_total.fetch_add(ncells, std::memory_order_relaxed);
   // next and end change in one 8-byte store, so a process killed here
   // leaves either the old (empty) range or the new one, never a mix.
   Off end = ch + static_cast<Off>(ncells * cell / kUnit);
+  PC_CRASH_POINT();
   c.bump = BumpRange(ch, end);
   return Status::kOk;
 }
@@ -251,13 +270,17 @@ void Allocator::Free(Off cell) {
   }
   ClassCache& c = ps_->cls[cls];
   SetLink(*arena_, cell, c.free_head);
+  PC_CRASH_POINT();
   c.free_head = cell;
+  PC_CRASH_POINT();
   ++c.free_count;
   Bump(ps_->frees);
   if (c.free_count > kDonateAbove) {
     Off first = c.free_head, last = first;
     for (uint32_t i = 1; i < kDonate; ++i) last = GetLink(*arena_, last);
+    PC_CRASH_POINT();
     c.free_head = GetLink(*arena_, last);
+    PC_CRASH_POINT();
     c.free_count -= kDonate;
     PoolPushChain(pools_[cls], *arena_, first, last, kDonate);
   }
@@ -268,9 +291,12 @@ void Allocator::FlushToGlobal() {
     ClassCache& c = ps_->cls[cls];
     while (BumpNext(c.bump) != BumpEnd(c.bump)) {
       Off cell = BumpNext(c.bump);
+      PC_CRASH_POINT();
       c.bump = BumpRange(cell + kClassSize[cls] / kUnit, BumpEnd(c.bump));
       SetLink(*arena_, cell, c.free_head);
+      PC_CRASH_POINT();
       c.free_head = cell;
+      PC_CRASH_POINT();
       ++c.free_count;
     }
     if (c.free_head == 0) continue;
@@ -280,7 +306,9 @@ void Allocator::FlushToGlobal() {
       last = GetLink(*arena_, last);
       ++n;
     }
+    PC_CRASH_POINT();
     c.free_head = 0;
+    PC_CRASH_POINT();
     c.free_count = 0;
     PoolPushChain(pools_[cls], *arena_, first, last, n);
   }
@@ -289,7 +317,9 @@ void Allocator::FlushToGlobal() {
 void Allocator::Release() {
   FlushToGlobal();
   BindLockToken(0);
+  PC_CRASH_POINT();
   ps_->owner_start.store(0, std::memory_order_relaxed);
+  PC_CRASH_POINT();
   ps_->owner_tid.store(0, std::memory_order_release);
 }
 
@@ -322,9 +352,12 @@ bool AdoptDeadSlot(Arena& a, uint32_t slot) {
   if (prev == 0 || !SlotOwnerDead(*ps)) return false;
   // Busy under our tid while we drain: a restarted owner waits for us, and
   // if we die mid-drain the next adopter goes on where we stopped.
+  PC_CRASH_POINT();
   if (!ps->owner_tid.compare_exchange_strong(prev, SelfTid() | kSlotBusy)) return false;
   DrainSlot(a, ps);
+  PC_CRASH_POINT();
   ps->owner_start.store(0, std::memory_order_relaxed);
+  PC_CRASH_POINT();
   ps->owner_tid.store(0, std::memory_order_release);
   return true;
 }
@@ -342,13 +375,17 @@ size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget) {
       if (moved == budget) return moved;
       if (CellBound(a, cur) == 0 || ClassByte(a, cur) != cls) break;
       Off next = GetLink(a, cur);
+      PC_CRASH_POINT();
       c.free_head = next;
+      PC_CRASH_POINT();
       if (c.free_count > 0) --c.free_count;
       PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);
       ++moved;
       cur = next;
     }
+    PC_CRASH_POINT();
     c.free_head = 0;
+    PC_CRASH_POINT();
     c.free_count = 0;
     size_t step = kClassSize[cls] / kUnit;
     Off x = BumpNext(c.bump), end = BumpEnd(c.bump);
@@ -356,11 +393,13 @@ size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget) {
       for (; x < end; x += static_cast<Off>(step)) {
         if (moved == budget) return moved;
         if (ClassByte(a, x) != cls) break;
+        PC_CRASH_POINT();
         c.bump = BumpRange(x + static_cast<Off>(step), end);
         PoolPushChain(*PoolAt(a, cls), a, x, x, 1);
         ++moved;
       }
     }
+    PC_CRASH_POINT();
     c.bump = 0;
   }
   return moved;

@@ -142,6 +142,24 @@ $(CRASH_BIN): $(BUILD)/test/crash/crash_points.o $(ENGINE_LIB)
 crash-build:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(CRASH_BUILD) EXTRA_CXXFLAGS=-DPERFCACHED_CRASH_POINTS \
 	  $(CRASH_BUILD)/bin/crash_points
+
+# The engine's own unit tests (mem/, cache/) in one binary without the daemon
+# (the canary build links only this).
+ENGINE_UNIT_SRCS := test/unit/main.cc $(wildcard test/unit/mem/*.cc test/unit/cache/*.cc)
+ENGINE_UNIT_BIN := $(BUILD)/bin/engine_unit_tests
+$(ENGINE_UNIT_BIN): $(ENGINE_UNIT_SRCS:%.cc=$(BUILD)/%.o) $(ENGINE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lCppUTest -lCppUTestExt $(LDLIBS)
+
+# The canary: one build with every deliberate fault (mem/canary.h) selectable
+# at run time; passes only if each fault makes the engine's tests fail.
+CANARY_BUILD := build-canary
+canary:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(CANARY_BUILD) \
+	  EXTRA_CXXFLAGS="-DPERFCACHED_CRASH_POINTS -DPERFCACHED_CANARY" \
+	  $(CANARY_BUILD)/bin/crash_points $(CANARY_BUILD)/bin/engine_soak $(CANARY_BUILD)/bin/engine_unit_tests
+	$(Q)BUILD=$(CANARY_BUILD) scripts/canary.sh
 crash-points: crash-build
 	$(Q)$(CRASH_BUILD)/bin/crash_points --sample 300 --per-site 2
 crash-points-all: crash-build

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cache/hash.h"
+#include "mem/canary.h"
 #include "cache/table.h"
 
 namespace cache {
@@ -214,7 +215,7 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
       int i = FindInBucket(a, *b, tag, key, &rec);
       if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri);
       mem::SeqReadFence();
-      if (b->seq.load(std::memory_order_relaxed) != s1) {
+      if (!PC_CANARY(1) && b->seq.load(std::memory_order_relaxed) != s1) {
         Count(c, h, kStatSeqRetries);
         continue;
       }
@@ -336,6 +337,7 @@ void LowerHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, int64_t 
 }
 
 void LockBucket(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
+  if (PC_CANARY(2)) return;
   if (mem::Lock(b.lock, c.tid) == mem::LockResult::kTookFromDead) RepairBucketLocked(c, h, idx, b);
 }
 

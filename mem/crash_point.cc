@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -20,8 +21,8 @@ struct State {
   std::unordered_map<std::string, uint64_t> counts;
 };
 State& S() {
-  static State* s = new State();  // never destroyed: used until _exit
-  return *s;
+  static State s;  // allocates nothing until a process records or is armed
+  return s;
 }
 
 }  // namespace
@@ -72,3 +73,15 @@ bool Enabled() {
 }
 
 }  // namespace mem::crash
+
+#ifdef PERFCACHED_CANARY
+namespace mem {
+int CanaryFault() {
+  static int fault = [] {
+    const char* e = std::getenv("PERFCACHED_CANARY");
+    return e ? std::atoi(e) : 0;
+  }();
+  return fault;
+}
+}  // namespace mem
+#endif

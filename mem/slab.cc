@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "mem/atomic_copy.h"
+#include "mem/canary.h"
 #include "mem/crash_point.h"
 
 namespace mem {
@@ -122,7 +123,7 @@ Allocator::Allocator(Arena& a, uint32_t slot)
   for (int waited_ms = 0;;) {
     uint32_t prev = ps_->owner_tid.load();
     uint32_t prev_tid = prev & ~kSlotBusy;
-    if (prev != 0 && prev_tid != self && !SlotOwnerDead(*ps_)) {
+    if (prev != 0 && prev_tid != self && !SlotOwnerDead(*ps_) && !PC_CANARY(4)) {
       if ((prev & kSlotBusy) && waited_ms < 30000) {
         // Another process is adopting this slot (the timer after our
         // predecessor died): wait for it to finish, then claim.
@@ -375,11 +376,12 @@ size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget) {
       if (moved == budget) return moved;
       if (CellBound(a, cur) == 0 || ClassByte(a, cur) != cls) break;
       Off next = GetLink(a, cur);
+      if (PC_CANARY(5)) PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);  // the defect-1 order
       PC_CRASH_POINT();
       c.free_head = next;
       PC_CRASH_POINT();
       if (c.free_count > 0) --c.free_count;
-      PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);
+      if (!PC_CANARY(5)) PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);
       ++moved;
       cur = next;
     }

@@ -1,0 +1,24 @@
+// perfcached — deliberate faults for the canary (make canary).
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// A suite that passes a broken engine proves nothing. In a build with
+// -DPERFCACHED_CANARY, PC_CANARY(n) is true when the environment variable
+// PERFCACHED_CANARY=n selects fault n; scripts/canary.sh runs the soak, the
+// crash points and the engine unit tests against each fault and passes only
+// if every fault makes them fail. In every other build PC_CANARY(n) is a
+// constant false and the faults compile away.
+//   1  readers skip the seqlock re-check (cache/ops.cc Read)
+//   2  writers take no bucket lock (cache/ops.cc LockBucket)
+//   3  repair keeps the misrouted copies of an interrupted split (maint.cc)
+//   4  a process binds to a slot a live process owns (the fork bug, slab.cc)
+//   5  an adopter pushes a cell before it leaves the slot (defect 1, slab.cc)
+
+#ifdef PERFCACHED_CANARY
+namespace mem {
+int CanaryFault();
+}
+#define PC_CANARY(n) (::mem::CanaryFault() == (n))
+#else
+#define PC_CANARY(n) false
+#endif

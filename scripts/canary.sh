@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The canary (make canary): the engine's tests must FAIL on every deliberate
+# fault of mem/canary.h, and pass on the same build with no fault selected.
+# A detector that cannot fail is a defect; this proves each one can.
+#   BUILD=build-canary scripts/canary.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build-canary}
+U="$BUILD/bin/engine_unit_tests"
+S="$BUILD/bin/engine_soak"
+C="$BUILD/bin/crash_points"
+names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
+       "repair keeps an interrupted split's misrouted copies" "a child binds to a live process's slot"
+       "an adopter pushes a cell before it leaves the slot")
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# Each detector: a name and a command; exit 0 = the tests passed.
+detectors=(
+  "unit:$U"
+  "soak:$S --procs 3 --seconds 4 --keys 20000"
+  "crash-soak:$S --procs 3 --seconds 4 --keys 20000 --crash 8"
+  "crash-points:$C --sample 150 --per-site 1"
+)
+
+run() {  # fault detector-command -> exit code (timeouts count as failure)
+  PERFCACHED_CANARY=$1 timeout 120 $2 > "$log/out" 2>&1
+}
+
+echo "canary: the unbroken canary build must pass every detector"
+for d in "${detectors[@]}"; do
+  if ! run 0 "${d#*:}"; then
+    echo "canary: detector ${d%%:*} fails without a fault:"; tail -20 "$log/out"; exit 1
+  fi
+done
+caught=0
+for f in 1 2 3 4 5; do
+  by=""
+  for d in "${detectors[@]}"; do
+    if ! run "$f" "${d#*:}"; then by="${d%%:*}"; break; fi
+  done
+  if [ -n "$by" ]; then
+    echo "canary fault $f (${names[$f]}): caught by $by"; caught=$((caught + 1))
+  else
+    echo "canary fault $f (${names[$f]}): NOT CAUGHT by any detector"
+  fi
+done
+echo "canary: $caught of 5 deliberate faults caught"
+[ "$caught" -eq 5 ]

@@ -125,9 +125,12 @@ soak-short: $(SOAK_BIN)
 	$(Q)$(SOAK_BIN) --procs 3 --seconds 6 --keys 20000
 	$(Q)$(SOAK_BIN) --procs 3 --seconds 6 --keys 20000 --crash 12
 
-soak: $(SOAK_BIN)
+# make soak: >= 30 minutes, >= 1,000 kills, every crash point (issue 7).
+SOAK_MINUTES ?= 30
+soak: $(SOAK_BIN) crash-build
 	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000
-	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000 --crash 200
+	$(Q)$(SOAK_BIN) --procs 4 --seconds $$(( $(SOAK_MINUTES) * 60 )) --keys 200000 --crash $$(( $(SOAK_MINUTES) * 40 ))
+	$(Q)$(CRASH_BUILD)/bin/crash_points --all
 	$(Q)$(MAKE) --no-print-directory $(DAEMON_BIN)
 	$(Q)cd test/integration && PERFCACHED_LONG=1 /usr/bin/python3 -m unittest -v test_engine_trust
 
@@ -200,8 +203,11 @@ fuzz: $(FUZZ_BINS)
 	  || exit 1; done
 
 check: deps
-	$(Q)$(MAKE) --no-print-directory all fuzz-build
-	$(Q)BUILD=$(BUILD) scripts/check.sh
+	$(Q)$(MAKE) --no-print-directory all fuzz-build crash-build
+	$(Q)$(MAKE) --no-print-directory BUILD=$(CANARY_BUILD) \
+	  EXTRA_CXXFLAGS="-DPERFCACHED_CRASH_POINTS -DPERFCACHED_CANARY" \
+	  $(CANARY_BUILD)/bin/crash_points $(CANARY_BUILD)/bin/engine_soak $(CANARY_BUILD)/bin/engine_unit_tests
+	$(Q)BUILD=$(BUILD) CRASH_BUILD=$(CRASH_BUILD) CANARY_BUILD=$(CANARY_BUILD) scripts/check.sh
 
 integration: $(DAEMON_BIN)
 	$(Q)cd test/integration && /usr/bin/python3 -m unittest discover -v -p 'test_*.py'

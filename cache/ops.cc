@@ -25,8 +25,22 @@ inline bool Expired(int64_t expire_ms, int64_t now) { return expire_ms != 0 && e
 // Copy a record's metadata (and value when buf is given) out. Every length
 // is clamped against the cell bound by subtraction (no wrap on torn values).
 // The caller validates the copy with the seqlock before trusting it.
+// Value bytes of a record that fit its cell (0 when the header is not sane).
+size_t ClampedVlen(const mem::Arena& a, Off rec, uint8_t type, size_t klen) {
+  size_t bound = mem::CellBound(a, rec);
+  size_t voff = ValueOffset(type, klen);
+  if (voff > bound) return 0;
+  size_t vlen = RecView{a.At(rec)}.vlen();
+  return vlen > bound - voff ? bound - voff : vlen;
+}
+
+// Values above kBigRead are not copied inside the seqlock bracket (a retry
+// would copy them again): CopyRecord names the record in *big and the
+// caller copies it once, outside, then checks it is still the key's record.
+constexpr size_t kBigRead = 4096;
+
 Status CopyRecord(const mem::Arena& a, Off rec, size_t klen, std::span<char> buf, bool want,
-                  ReadInfo* ri) {
+                  ReadInfo* ri, Off* big = nullptr) {
   size_t bound = mem::CellBound(a, rec);
   RecView v{a.At(rec)};
   uint8_t type = v.type();
@@ -43,6 +57,10 @@ Status CopyRecord(const mem::Arena& a, Off rec, size_t klen, std::span<char> buf
   ri->version = v.version();
   if (!want) return Status::kOk;
   if (vlen > buf.size()) return Status::kBufferTooSmall;
+  if (big && vlen > kBigRead) {
+    *big = rec;
+    return Status::kOk;
+  }
   mem::AtomicCopyOut(buf.data(), v.value(type, klen), vlen);
   return Status::kOk;
 }
@@ -80,7 +98,7 @@ Off detail::OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash,
 namespace {
 
 Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std::span<char> buf,
-               bool want, ReadInfo* ri) {
+               bool want, ReadInfo* ri, Off* rec_out, Off* big) {
   const mem::Arena& a = c.arena;
   for (int tries = 0; tries < kReadRetries; ++tries) {
     uint32_t s1 = h.ovf.seq.load(std::memory_order_acquire);
@@ -90,17 +108,25 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
     }
     Off node = OvfFind(a, h, hash, key, nullptr);
     Status st = Status::kNotFound;
+    Off rec = 0;
     if (node != 0) {
-      st = CopyRecord(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), key.size(), buf, want, ri);
+      rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      st = CopyRecord(a, rec, key.size(), buf, want, ri, big);
     }
     mem::SeqReadFence();
-    if (h.ovf.seq.load(std::memory_order_relaxed) == s1) return st;
+    if (h.ovf.seq.load(std::memory_order_relaxed) == s1) {
+      *rec_out = rec;
+      return st;
+    }
+    if (big) *big = 0;
   }
   LockOverflow(c, h);
   Off node = OvfFind(a, h, hash, key, nullptr);
   Status st = Status::kNotFound;
+  *rec_out = 0;
   if (node != 0) {
-    st = CopyRecord(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), key.size(), buf, want, ri);
+    *rec_out = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+    st = CopyRecord(a, *rec_out, key.size(), buf, want, ri);  // small under the lock: bounded
   }
   mem::Unlock(h.ovf.lock);
   return st;
@@ -191,15 +217,19 @@ void UnlockKey(TableHeader& h, const KeyLock& k) {
 
 
 // The read path shared by Get and Probe.
+Status CopyBig(Ctx& c, const TableRef& t, std::string_view key, Off rec, std::span<char> buf,
+               ReadInfo* ri);
+
 Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf, bool want,
-            ReadInfo* info) {
+            ReadInfo* info, Off* rec_out = nullptr, bool count = true) {
   TableHeader& h = *t.h;
   const mem::Arena& a = c.arena;
   uint64_t hash = HashOf(c, key);
   uint8_t tag = TagOf(hash);
-  Count(c, h, kStatReads);
+  if (count) Count(c, h, kStatReads);
   ReadInfo ri;
   for (int tries = 0;; ++tries) {
+    Off big = 0;
     uint64_t route = h.route.load(std::memory_order_acquire);
     uint64_t idx = RouteIdx(route, hash);
     Bucket* b = BucketAt(a, h, idx);
@@ -213,7 +243,7 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
         continue;
       }
       int i = FindInBucket(a, *b, tag, key, &rec);
-      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri);
+      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri, &big);
       mem::SeqReadFence();
       if (!PC_CANARY(1) && b->seq.load(std::memory_order_relaxed) != s1) {
         Count(c, h, kStatSeqRetries);
@@ -227,13 +257,12 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
       Bucket* lb = LockRouted(c, h, hash, &lidx);
       if (!lb) return Status::kStale;
       int i = FindInBucket(a, *lb, tag, key, &rec);
-      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri);
+      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri, &big);
       mem::Unlock(lb->lock);
     }
     if (rec == 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
-      st = OvfRead(c, h, hash, key, buf, want, &ri);
+      st = OvfRead(c, h, hash, key, buf, want, &ri, &rec, &big);
       if (st != Status::kNotFound) {
-        rec = 1;
       } else if (h.route.load(std::memory_order_acquire) != route) {
         // A split moved overflow entries into buckets meanwhile (it
         // publishes the route before it unlinks them): look again.
@@ -243,13 +272,73 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
     if (!Live(h, t)) return Status::kStale;
     // The clock is read only for records that can expire.
     if (rec == 0 || (ri.expire_ms != 0 && Expired(ri.expire_ms, NowMs(c)))) {
-      Count(c, h, kStatMisses);
+      if (count) Count(c, h, kStatMisses);
       return Status::kNotFound;
     }
+    if (st == Status::kOk && big != 0) {
+      st = CopyBig(c, t, key, big, buf, &ri);
+      if (st == Status::kNotFound) {
+        if (count) Count(c, h, kStatMisses);
+        return st;
+      }
+    }
+    if (rec_out) *rec_out = rec;
     if (info) *info = ri;
-    if (st == Status::kOk) Count(c, h, kStatHits);
+    if (st == Status::kOk && count) Count(c, h, kStatHits);
     return st;
   }
+}
+
+// One copy of a big value with no lock held, then a check that the key
+// still names the same record with the same version: versions never repeat
+// for a key (record.h), so the record was never freed during the copy
+// (writers of other keys of the bucket do not make us copy again). After a
+// few rounds lost to writes of this very key: a large object is pinned
+// under the bucket lock and copied after it (slab.h PinLarge); a slab cell
+// (<= 256 KiB) is copied under the lock.
+Status CopyBig(Ctx& c, const TableRef& t, std::string_view key, Off rec, std::span<char> buf,
+               ReadInfo* ri) {
+  const mem::Arena& a = c.arena;
+  BigReadCounters& counters = ThreadBigReads();
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (ri->vlen > buf.size()) return Status::kBufferTooSmall;
+    if (ClampedVlen(a, rec, ri->type, key.size()) == ri->vlen) {
+      ++counters.copies;
+      mem::AtomicCopyOut(buf.data(), RecView{a.At(rec)}.value(ri->type, key.size()), ri->vlen);
+      mem::SeqReadFence();
+    }
+    Off now_rec = 0;
+    ReadInfo now;
+    Status s = Read(c, t, key, {}, false, &now, &now_rec, false);
+    if (s != Status::kOk) return s;
+    if (now_rec == rec && now.version == ri->version && now.vlen == ri->vlen) return Status::kOk;
+    rec = now_rec;
+    *ri = now;
+  }
+  TableHeader& h = *t.h;
+  KeyLock k;
+  if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
+  if (k.rec == 0) {
+    UnlockKey(h, k);
+    return Status::kNotFound;
+  }
+  (void)CopyRecord(a, k.rec, key.size(), {}, false, ri);
+  if (ri->vlen > buf.size()) {
+    UnlockKey(h, k);
+    return Status::kBufferTooSmall;
+  }
+  const char* src = RecView{a.At(k.rec)}.value(ri->type, key.size());
+  ++counters.copies;
+  if (mem::PinLarge(c.arena, k.rec)) {
+    UnlockKey(h, k);
+    mem::AtomicCopyOut(buf.data(), src, ri->vlen);
+    mem::UnpinLarge(c.arena, k.rec);
+  } else {
+    ++counters.locked_copies;
+    mem::AtomicCopyOut(buf.data(), src, ri->vlen);
+    UnlockKey(h, k);
+  }
+  return Status::kOk;
 }
 
 // Build a record in a fresh cell (before any lock is taken).
@@ -271,15 +360,6 @@ Status BuildRecord(Ctx& c, uint8_t type, std::string_view key, std::string_view 
   mem::AtomicCopyIn(p + ValueOffset(type, key.size()), value.data(), value.size());
   *out = rec;
   return Status::kOk;
-}
-
-// Value bytes of a record that fit its cell (0 when the header is not sane).
-size_t ClampedVlen(const mem::Arena& a, Off rec, uint8_t type, size_t klen) {
-  size_t bound = mem::CellBound(a, rec);
-  size_t voff = ValueOffset(type, klen);
-  if (voff > bound) return 0;
-  size_t vlen = RecView{a.At(rec)}.vlen();
-  return vlen > bound - voff ? bound - voff : vlen;
 }
 
 bool SameValue(const mem::Arena& a, Off old, Off fresh, size_t klen) {
@@ -311,6 +391,11 @@ void FormatValue(const mem::Arena& a, Off rec, size_t klen, std::string* out) {
 }  // namespace
 
 namespace detail {
+
+BigReadCounters& ThreadBigReads() {
+  thread_local BigReadCounters counters;
+  return counters;
+}
 
 int FindInBucket(const mem::Arena& a, const Bucket& b, uint8_t tag, std::string_view key,
                  Off* rec) {

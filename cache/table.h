@@ -328,6 +328,14 @@ inline uint32_t ExpireHint(int64_t expire_ms) {
 Off OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash, std::string_view key,
             Off** link_out);
 void LowerHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, int64_t expire_ms);
+// Copies of big values (> 4 KiB) made by this thread: all of them, and
+// those made while holding a bucket lock (the rare fallback). Tests and
+// benchmarks read them; plain thread-local counters.
+struct BigReadCounters {
+  uint64_t copies = 0;
+  uint64_t locked_copies = 0;
+};
+BigReadCounters& ThreadBigReads();
 // The catalog lock's holder died: take the lock over, finish a rename it
 // left half done, release.
 void RepairCatalogIfDead(Catalog& cat);

@@ -36,7 +36,8 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   uint32_t ngroups = static_cast<uint32_t>(cap / kGroupSize);
   // Metadata layout: header | group map | pools | slots | user root.
   size_t group_map_off = 4096;
-  size_t pools_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
+  size_t pins_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
+  size_t pools_off = AlignUp(pins_off + ngroups * sizeof(uint32_t), 64);
   size_t slots_off = pools_off;  // SlabMetaBytes covers pools + slots
   size_t user_off = AlignUp(slots_off + SlabMetaBytes(o.max_procs), 4096);
   size_t meta_bytes = AlignUp(user_off + 4096, kGroupSize);
@@ -77,6 +78,7 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   h->tier = static_cast<uint8_t>(m.tier);
   h->max_value = o.max_value;
   h->group_map_off = group_map_off;
+  h->pins_off = pins_off;
   h->pools_off = pools_off;
   h->slots_off = pools_off + sizeof(SlabPool) * kNumClasses;
   h->user_off = user_off;

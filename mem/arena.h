@@ -44,7 +44,7 @@
 namespace mem {
 
 inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
-inline constexpr uint32_t kArenaLayoutVersion = 2;  // 2: 48-bit record versions, table version floor
+inline constexpr uint32_t kArenaLayoutVersion = 3;  // 2: 48-bit record versions, table floor; 3: large pins
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8
@@ -92,6 +92,7 @@ struct ArenaHeader {
   uint64_t pools_off;             // SlabPool[kNumClasses]
   uint64_t slots_off;             // ProcSlot[max_procs]
   uint64_t user_off;              // 4 KiB for cache/ (catalog root)
+  uint64_t pins_off;              // u32[ngroups]: readers copying a large object
   // -- group allocator (under group_lock) --
   ShmLock group_lock;
   uint32_t hwm_groups;            // groups ever handed out (incl. meta)
@@ -109,6 +110,7 @@ struct ArenaHeader {
 static_assert(std::is_standard_layout_v<ArenaHeader>);
 static_assert(offsetof(ArenaHeader, magic) == 0);
 static_assert(offsetof(ArenaHeader, populated_bytes) % 8 == 0);
+static_assert(offsetof(ArenaHeader, pins_off) == 112);
 static_assert(sizeof(ArenaHeader) <= 512);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
@@ -146,6 +148,10 @@ class Arena {
   void FreeGroups(uint32_t first);            // a large run, by its head
   uint32_t GroupEntry(uint32_t g) const {     // atomic read of the group map
     return __atomic_load_n(group_map_ + g, __ATOMIC_ACQUIRE);
+  }
+  // Pins of a large object's head group (see slab.h PinLarge).
+  std::atomic<uint32_t>& PinsOf(uint32_t g) const {
+    return reinterpret_cast<std::atomic<uint32_t>*>(base_ + hdr()->pins_off)[g];
   }
   static GroupKind EntryKind(uint32_t e) { return static_cast<GroupKind>(e >> 24); }
   static uint32_t EntryRun(uint32_t e) { return e & 0xFFFFFF; }

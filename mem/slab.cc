@@ -324,20 +324,63 @@ void Allocator::Release() {
   ps_->owner_tid.store(0, std::memory_order_release);
 }
 
+namespace {
+
+// The head group of a large object, or -1.
+int64_t LargeHead(const Arena& a, Off cell) {
+  size_t byte = size_t{cell} * kUnit;
+  uint32_t g = static_cast<uint32_t>(byte / kGroupSize);
+  if (byte % kGroupSize != 0 || g >= a.hdr()->ngroups ||
+      Arena::EntryKind(a.GroupEntry(g)) != GroupKind::kLargeHead) {
+    return -1;
+  }
+  return g;
+}
+
+void FreeLargeNow(Arena& a, uint32_t g) {
+  uint32_t e = a.GroupEntry(g);
+  a.hdr()->large_bytes.fetch_sub(size_t{Arena::EntryRun(e)} * kGroupSize);
+  a.hdr()->large_objects.fetch_sub(1);
+  a.FreeGroups(g);
+}
+
+}  // namespace
+
+bool PinLarge(Arena& a, Off cell) {
+  int64_t g = LargeHead(a, cell);
+  if (g < 0) return false;
+  PC_CRASH_POINT();
+  a.PinsOf(static_cast<uint32_t>(g)).fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+void UnpinLarge(Arena& a, Off cell) {
+  int64_t g = LargeHead(a, cell);
+  if (g < 0) return;
+  auto& pins = a.PinsOf(static_cast<uint32_t>(g));
+  PC_CRASH_POINT();
+  uint32_t left = pins.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if (left == kPinZombie) {  // freed meanwhile and we were the last reader
+    uint32_t z = kPinZombie;
+    if (pins.compare_exchange_strong(z, 0, std::memory_order_acq_rel)) FreeLargeNow(a, static_cast<uint32_t>(g));
+  }
+}
+
 void FreeGlobal(Arena& a, Off cell) {
   if (cell == 0) return;
   uint8_t cls = ClassByte(a, cell);
   if (cls == kLargeClass) {
-    size_t byte = size_t{cell} * kUnit;
-    uint32_t g = static_cast<uint32_t>(byte / kGroupSize);
-    uint32_t e = a.GroupEntry(g);
-    if (byte % kGroupSize != 0 || Arena::EntryKind(e) != GroupKind::kLargeHead) {
+    int64_t g = LargeHead(a, cell);
+    if (g < 0) {
       std::fprintf(stderr, "perfcached: free of bad large object %u (leaked)\n", cell);
       return;
     }
-    a.hdr()->large_bytes.fetch_sub(size_t{Arena::EntryRun(e)} * kGroupSize);
-    a.hdr()->large_objects.fetch_sub(1);
-    a.FreeGroups(g);
+    auto& pins = a.PinsOf(static_cast<uint32_t>(g));
+    PC_CRASH_POINT();
+    if (pins.fetch_or(kPinZombie, std::memory_order_acq_rel) != 0) return;  // the last reader frees
+    PC_CRASH_POINT();
+    pins.store(0, std::memory_order_release);
+    FreeLargeNow(a, static_cast<uint32_t>(g));
     return;
   }
   if (cls >= kNumClasses) {

@@ -176,7 +176,16 @@ class Allocator {
 };
 
 // Free a cell straight to the global pool (any process, e.g. a sweep).
+// A large object that readers have pinned is only marked; the last reader
+// to unpin it frees it.
 void FreeGlobal(Arena& a, Off cell);
+// Large objects: a reader pins one (while the record is linked, under its
+// bucket lock) so that it can copy the value with no lock held; a free
+// waits for the last pin. A reader killed while pinned leaks the object
+// (counted by the audit), never frees it twice. False if not a large head.
+bool PinLarge(Arena& a, Off cell);
+void UnpinLarge(Arena& a, Off cell);
+inline constexpr uint32_t kPinZombie = 1u << 31;  // freed while pinned
 // If the slot's owner is dead: claim it (CAS), move its free stack and bump
 // remainder to the global pools, and free the slot. False if not dead or
 // someone else adopted it first. An adopter killed mid-drain leaves the slot

@@ -32,6 +32,14 @@ for args in "--procs 3 --seconds 6 --keys 20000" "--procs 3 --seconds 6 --keys 2
   if "$BUILD/bin/engine_soak" $args; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
+stage "crash points: a writer killed at sampled stores, then repair + audit ($CRASH_BUILD)"
+if "${CRASH_BUILD:-build-crash}/bin/crash_points" --sample 300 --per-site 2; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+stage "canary: every deliberate engine fault must make the tests fail"
+if BUILD="${CANARY_BUILD:-build-canary}" scripts/canary.sh; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 stage "integration tests (real daemon, redis-server, redis-cli, python3-redis)"
 (cd test/integration && timeout 900 /usr/bin/python3 -m unittest discover -v -p 'test_*.py') \
   > "$log/integ" 2>&1

@@ -105,6 +105,10 @@ int Workload(cache::Ctx& c, int round) {
   // large object: alloc, overwrite (free), delete (group release)
   (void)cache::Set(c, ta, "big", std::string(300 << 10, 'B'));
   (void)cache::Set(c, ta, "big", std::string(700 << 10, 'C'));
+  {
+    std::string v;
+    (void)cache::GetString(c, ta, "big", &v);  // a big read (one copy, maybe pinned)
+  }
   (void)cache::Del(c, ta, "big");
   // allocator: churn one class past the donation threshold, refill after
   {

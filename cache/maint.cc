@@ -467,7 +467,11 @@ bool HeldByDead(const mem::ShmLock& l, uint32_t* holder) {
 
 }  // namespace
 
-uint32_t RepairDead(Ctx& c) {
+namespace {
+
+// Locks outside the tables (group map, slab pools, catalog) and process
+// slots whose holder is dead.
+uint32_t RepairGlobals(Ctx& c) {
   mem::Arena& a = c.arena;
   uint32_t fixed = 0, holder;
   auto release = [&](mem::ShmLock& l) {
@@ -476,32 +480,81 @@ uint32_t RepairDead(Ctx& c) {
       ++fixed;
     }
   };
-  release(a.hdr()->group_lock);
+  if (HeldByDead(a.hdr()->group_lock, &holder) && mem::TakeFromDead(a.hdr()->group_lock, holder, c.tid)) {
+    a.RepairGroupsLocked();
+    mem::Unlock(a.hdr()->group_lock);
+    ++fixed;
+  }
   for (int cls = 0; cls < mem::kNumClasses; ++cls) release(mem::PoolAt(a, cls)->lock);
-  RepairCatalogIfDead(*c.catalog);
+  if (mem::LockHolder(c.catalog->lock) != 0) {
+    uint32_t before = mem::LockHolder(c.catalog->lock);
+    RepairCatalogIfDead(*c.catalog);
+    if (mem::LockHolder(c.catalog->lock) != before) ++fixed;
+  }
   for (uint32_t s = 0; s < a.hdr()->max_procs; ++s) {
     if (mem::AdoptDeadSlot(a, s)) ++fixed;
   }
-  for (uint32_t ti = 0; ti < kMaxCollections; ++ti) {
-    TableHeader& h = c.catalog->tables[ti];
-    if (h.state.load() == kTableFree) continue;
-    release(h.admin);
-    uint64_t span = uint64_t{h.nsegs} << kSegShift;
-    for (uint64_t idx = 0; idx < span; ++idx) {
-      Bucket* b = BucketAt(a, h, idx);
-      if (!b) continue;
-      if (HeldByDead(b->lock, &holder) && mem::TakeFromDead(b->lock, holder, c.tid)) {
-        RepairBucketLocked(c, h, idx, *b);
-        mem::Unlock(b->lock);
-        ++fixed;
-      }
-    }
-    if (HeldByDead(h.ovf.lock, &holder) && mem::TakeFromDead(h.ovf.lock, holder, c.tid)) {
-      RepairOverflowLocked(c, h);
-      mem::Unlock(h.ovf.lock);
+  return fixed;
+}
+
+// Buckets [from, to) of a table, plus (when `ends`) its admin and overflow locks.
+uint32_t RepairTableRange(Ctx& c, TableHeader& h, uint64_t from, uint64_t to, bool ends) {
+  uint32_t fixed = 0, holder;
+  if (ends && HeldByDead(h.admin, &holder) && mem::TakeFromDead(h.admin, holder, c.tid)) {
+    mem::Unlock(h.admin);
+    ++fixed;
+  }
+  for (uint64_t idx = from; idx < to; ++idx) {
+    Bucket* b = BucketAt(c.arena, h, idx);
+    if (!b) continue;
+    if (HeldByDead(b->lock, &holder) && mem::TakeFromDead(b->lock, holder, c.tid)) {
+      RepairBucketLocked(c, h, idx, *b);
+      mem::Unlock(b->lock);
       ++fixed;
     }
   }
+  if (ends && HeldByDead(h.ovf.lock, &holder) && mem::TakeFromDead(h.ovf.lock, holder, c.tid)) {
+    RepairOverflowLocked(c, h);
+    mem::Unlock(h.ovf.lock);
+    ++fixed;
+  }
+  return fixed;
+}
+
+}  // namespace
+
+uint32_t RepairDead(Ctx& c) {
+  uint32_t fixed = RepairGlobals(c);
+  for (uint32_t ti = 0; ti < kMaxCollections; ++ti) {
+    TableHeader& h = c.catalog->tables[ti];
+    if (h.state.load() == kTableFree) continue;
+    fixed += RepairTableRange(c, h, 0, uint64_t{h.nsegs} << kSegShift, true);
+  }
+  return fixed;
+}
+
+uint32_t RepairDeadStep(Ctx& c, uint64_t* cursor, uint32_t budget) {
+  uint32_t fixed = RepairGlobals(c);
+  uint32_t ti = static_cast<uint32_t>(*cursor >> 40);
+  uint64_t idx = *cursor & ((uint64_t{1} << 40) - 1);
+  for (uint32_t visited = 0; visited < kMaxCollections && budget > 0; ++visited) {
+    if (ti >= kMaxCollections) {
+      ti = 0;
+      idx = 0;
+    }
+    TableHeader& h = c.catalog->tables[ti];
+    uint64_t span = h.state.load() == kTableFree ? 0 : uint64_t{h.nsegs} << kSegShift;
+    uint64_t to = std::min<uint64_t>(span, idx + budget);
+    if (idx < to) fixed += RepairTableRange(c, h, idx, to, idx == 0);
+    budget -= static_cast<uint32_t>(to > idx ? to - idx : 0);
+    if (to >= span) {
+      ++ti;
+      idx = 0;
+    } else {
+      idx = to;
+    }
+  }
+  *cursor = (uint64_t{ti} << 40) | idx;
   return fixed;
 }
 

@@ -286,6 +286,11 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
 // Repair every bucket / overflow / admin lock of every collection whose
 // holder is dead, and return the number repaired.
 uint32_t RepairDead(Ctx& c);
+// The timer's slow background pass: the global locks and slots, then
+// `budget` buckets from *cursor on (round robin over every table). Deaths
+// are repaired when the supervisor reaps the child (RepairDead) and by any
+// waiter that finds a dead holder; this pass only catches what neither saw.
+uint32_t RepairDeadStep(Ctx& c, uint64_t* cursor, uint32_t budget);
 
 // ---- internals shared by the .cc files ------------------------------------
 namespace detail {

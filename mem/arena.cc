@@ -123,8 +123,31 @@ bool Arena::PopulateLocked(size_t upto) {
   return true;
 }
 
+uint32_t Arena::RepairGroupsLocked() {
+  ArenaHeader* h = hdr();
+  uint32_t freed = 0;
+  uint32_t covered_to = 0;  // groups below this belong to the last head's run
+  for (uint32_t g = h->meta_groups; g < h->hwm_groups; ++g) {
+    uint32_t e = group_map_[g];
+    GroupKind k = EntryKind(e);
+    if (k == GroupKind::kLargeHead) {
+      covered_to = g + EntryRun(e);
+    } else if (k == GroupKind::kLargeCont && g >= covered_to) {
+      __atomic_store_n(group_map_ + g, Entry(GroupKind::kFree, 0), __ATOMIC_RELEASE);
+      ++freed;
+    }
+  }
+  return freed;
+}
+
+namespace {
+void LockGroups(Arena& a) {
+  if (Lock(a.hdr()->group_lock) == LockResult::kTookFromDead) (void)a.RepairGroupsLocked();
+}
+}  // namespace
+
 int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
-  (void)Lock(hdr()->group_lock);  // every holder leaves the map consistent at each store
+  LockGroups(*this);  // a dead holder's half-done run is repaired first
   int64_t g = AllocGroupsLocked(n, kind);
   Unlock(hdr()->group_lock);
   return g;
@@ -178,7 +201,7 @@ int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {
 
 void Arena::FreeGroups(uint32_t first) {
   ArenaHeader* h = hdr();
-  (void)Lock(h->group_lock);
+  LockGroups(*this);
   uint32_t e = group_map_[first];
   if (EntryKind(e) != GroupKind::kLargeHead) {
     Unlock(h->group_lock);
@@ -209,7 +232,7 @@ Off Arena::RegionAlloc(size_t bytes) {
     h->region_bytes.fetch_add(AlignUp(bytes, kGroupSize), std::memory_order_relaxed);
     return OffOf(base_ + size_t(g) * kGroupSize);
   }
-  (void)Lock(h->group_lock);
+  LockGroups(*this);
   if (h->region_group == 0 || h->region_pos + bytes > kGroupSize) {
     int64_t g = AllocGroupsLocked(1, GroupKind::kRegion);
     if (g < 0) {
@@ -233,7 +256,7 @@ Off Arena::RegionAlloc(size_t bytes) {
 
 Off Arena::CarveChunk(size_t bytes) {
   ArenaHeader* h = hdr();
-  (void)Lock(h->group_lock);
+  LockGroups(*this);
   if (h->carve_group == 0 || h->carve_pos + bytes > kGroupSize) {
     int64_t g = AllocGroupsLocked(1, GroupKind::kSlab);
     if (g < 0) {

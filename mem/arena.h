@@ -146,6 +146,9 @@ class Arena {
   int64_t AllocGroups(uint32_t n, GroupKind kind);
   int64_t AllocGroupsLocked(uint32_t n, GroupKind kind);  // group_lock held
   void FreeGroups(uint32_t first);            // a large run, by its head
+  // group_lock taken over from a dead holder: free continuation groups
+  // that no head covers (an allocation or free killed mid-way).
+  uint32_t RepairGroupsLocked();
   uint32_t GroupEntry(uint32_t g) const {     // atomic read of the group map
     return __atomic_load_n(group_map_ + g, __ATOMIC_ACQUIRE);
   }

@@ -93,3 +93,22 @@ TEST(Audit, FindsAnOverflowCountThatLies) {
   t.h->ovf.count.fetch_add(1);
   CHECK(Audit(c()).error_count > 0);
 }
+
+TEST(Audit, BackgroundPassFindsADeadHolderWithinItsBudget) {
+  Bucket* b = detail::BucketAt(*f->arena, *t.h, 9);
+  pid_t p = fork();
+  if (p == 0) {
+    Ctx c2(*f->arena, 1);
+    (void)mem::Lock(b->lock, c2.tid);
+    _exit(0);
+  }
+  int st;
+  waitpid(p, &st, 0);
+  uint64_t cursor = 0;
+  uint32_t fixed = 0;
+  for (int i = 0; i < 2000 && mem::LockHolder(b->lock) != 0; ++i) fixed += RepairDeadStep(c(), &cursor, 3);
+  CHECK_EQUAL(0u, mem::LockHolder(b->lock));
+  CHECK(fixed > 0);
+  AuditReport r = Audit(c());
+  CHECK_TEXT(r.clean(), r.Summary().c_str());
+}

@@ -155,3 +155,26 @@ TEST(SlabTrust, ReusedProcessIdDoesNotMakeTheDeadImmortal) {
   close(fds[1]);
   CHECK_EQUAL(0, memtest::WaitExit(other));
 }
+
+// Defect 13: a large object's continuation groups leaked when a free (or an
+// allocation) was killed mid-way: the next holder of the group lock frees
+// the continuation groups that no head covers.
+TEST(SlabTrust, KilledLargeFreeLeavesNoOrphanGroups) {
+  mem::Allocator al(*a, 0);
+  mem::Off big;
+  CHECK(al.Alloc(3u << 20, &big) == mem::Status::kOk);  // a run of 2 groups
+  uint32_t g = static_cast<uint32_t>(size_t{big} * mem::kUnit / mem::kGroupSize);
+  CHECK(mem::Arena::EntryKind(a->GroupEntry(g)) == mem::GroupKind::kLargeHead);
+  CHECK_EQUAL(2u, mem::Arena::EntryRun(a->GroupEntry(g)));
+  pid_t p = memtest::ForkChild([&] {
+    // FreeGroups' first steps, then death: the head is free, the rest not.
+    (void)mem::Lock(a->hdr()->group_lock);
+    auto* map = reinterpret_cast<uint32_t*>(a->base() + a->hdr()->group_map_off);
+    __atomic_store_n(map + g, 0u, __ATOMIC_RELEASE);
+    return 0;
+  });
+  CHECK_EQUAL(0, memtest::WaitExit(p));
+  CHECK(mem::Arena::EntryKind(a->GroupEntry(g + 1)) == mem::GroupKind::kLargeCont);
+  CHECK(a->AllocGroups(1, mem::GroupKind::kRegion) >= 0);  // takes the lock over: repairs
+  CHECK(mem::Arena::EntryKind(a->GroupEntry(g + 1)) != mem::GroupKind::kLargeCont);
+}

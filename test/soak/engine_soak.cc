@@ -44,7 +44,7 @@ constexpr int kCounters = 64;
 constexpr int kMaxWorkers = 16;
 
 struct alignas(64) WorkerStats {
-  std::atomic<uint64_t> ops, gets, hits, sets, dels, incr_ok, inflight, torn, lost, errors;
+  std::atomic<uint64_t> ops, gets, hits, sets, dels, incr_ok, inflight, torn, lost, errors, scans;
 };
 
 struct Shared {
@@ -103,9 +103,37 @@ bool AllEqual(const char* p, size_t n) {
   char buf[512];
   std::string val;
   while (!sh->start.load()) std::this_thread::yield();
+  uint64_t nops = 0;
   while (!sh->stop.load(std::memory_order_relaxed)) {
     uint64_t r = Rng(rng);
     bool ovf = (r >> 40) % 4 == 0;
+    if (idx == 0 && ++nops % 50000 == 0) {
+      // SCAN while the others write and the maintainer splits and merges:
+      // every immortal key comes back (each at least once), nothing else
+      // matches the pattern.
+      std::vector<char> seen(cfg.immortal, 0);
+      uint64_t cursor = 0;
+      int steps = 0, distinct = 0;
+      bool ok = true;
+      do {
+        ok = cache::ScanStep(c, tg, cursor, 32, {.glob = "imm:*"},
+                             [&](const cache::ScanItem& it) {
+                               int i = std::atoi(std::string(it.key.substr(4)).c_str());
+                               if (i >= 0 && i < cfg.immortal && !seen[i]) {
+                                 seen[i] = 1;
+                                 ++distinct;
+                               }
+                             },
+                             &cursor) == Status::kOk;
+      } while (ok && cursor != 0 && ++steps < 10000000);
+      st.scans.fetch_add(1);
+      if (!ok || distinct != cfg.immortal) {
+        st.lost.fetch_add(1);
+        Fail(sh, ("scan during the run returned " + std::to_string(distinct) + " of " +
+                  std::to_string(cfg.immortal) + " immortal keys").c_str());
+      }
+      continue;
+    }
     const cache::TableRef& t = ovf ? to : tg;
     uint64_t op = r % 100;
     st.ops.fetch_add(1, std::memory_order_relaxed);
@@ -348,7 +376,7 @@ int RunOn(mem::Arena* a, const Config& cfg) {
       fail("immortal key lost: " + ImmortalKey(i));
     }
   }
-  uint64_t sum = 0, acked = 0, ops = 0, torn = 0;
+  uint64_t sum = 0, acked = 0, ops = 0, torn = 0, scans = 0;
   for (int i = 0; i < kCounters; ++i) {
     if (cache::GetString(c, i % 2 ? to : tg, CounterKey(i), &v) == Status::kOk) {
       sum += std::strtoull(v.c_str(), nullptr, 10);
@@ -358,7 +386,9 @@ int RunOn(mem::Arena* a, const Config& cfg) {
     acked += sh->w[i].incr_ok.load();
     ops += sh->w[i].ops.load();
     torn += sh->w[i].torn.load();
+    scans += sh->w[i].scans.load();
   }
+  if (scans == 0) fail("no SCAN ran during the soak");
   if (sum < acked || sum > acked + uncertain) {
     fail("counter sum " + std::to_string(sum) + " != acknowledged increments " +
          std::to_string(acked) + " (+ up to " + std::to_string(uncertain) + " in flight)");
@@ -408,7 +438,8 @@ int RunOn(mem::Arena* a, const Config& cfg) {
   (void)cache::CollectionInfoOf(c, to, &oi);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("SOAK RESULT ops=%llu (%.2f Mops/s) torn=%llu counter_sum=%llu acked=%llu "
-              "splits+merges=%llu buckets=%llu overflow=%u kills=%d (maint %d) bucket_repairs=%llu repair_dead=%u => %s\n",
+              "splits+merges=%llu buckets=%llu overflow=%u kills=%d (maint %d) bucket_repairs=%llu repair_dead=%u "
+              "live_scans=%llu => %s\n",
               static_cast<unsigned long long>(ops), ops / secs / 1e6,
               static_cast<unsigned long long>(torn), static_cast<unsigned long long>(sum),
               static_cast<unsigned long long>(acked),
@@ -418,7 +449,7 @@ int RunOn(mem::Arena* a, const Config& cfg) {
               maint_kills,
               static_cast<unsigned long long>(gi.stats[cache::kStatRepairs] +
                                               oi.stats[cache::kStatRepairs]),
-              repaired, failures ? "*** FAIL ***" : "PASS");
+              repaired, static_cast<unsigned long long>(scans), failures ? "*** FAIL ***" : "PASS");
   munmap(sh, sizeof(Shared));
   c.alloc.FlushToGlobal();
   return failures ? 1 : 0;

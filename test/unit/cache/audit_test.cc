@@ -80,8 +80,9 @@ TEST(Audit, FindsALockHeldByTheDead) {
     (void)mem::Lock(b->lock, c2.tid);
     _exit(0);
   }
-  int st;
+  int st = 0;
   waitpid(p, &st, 0);
+  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed before its planned death");
   AuditReport r = Audit(c());
   CHECK(r.dead_holders > 0);
   CHECK(RepairDead(c()) > 0);
@@ -102,8 +103,9 @@ TEST(Audit, BackgroundPassFindsADeadHolderWithinItsBudget) {
     (void)mem::Lock(b->lock, c2.tid);
     _exit(0);
   }
-  int st;
+  int st = 0;
   waitpid(p, &st, 0);
+  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed before its planned death");
   uint64_t cursor = 0;
   uint32_t fixed = 0;
   for (int i = 0; i < 2000 && mem::LockHolder(b->lock) != 0; ++i) fixed += RepairDeadStep(c(), &cursor, 3);

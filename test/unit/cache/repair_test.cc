@@ -24,8 +24,11 @@ void DieInChild(mem::Arena& a, Fn fn) {
     fn(c);
     _exit(0);
   }
-  int st;
+  int st = 0;
   waitpid(p, &st, 0);
+  // The child reports: a crash of the child itself (not the planned death
+  // with a lock held) must fail the parent's test.
+  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not get to its planned death");
 }
 
 // A key that routes to bucket `idx` under the current route.

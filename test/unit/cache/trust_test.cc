@@ -265,8 +265,9 @@ TEST(Trust, KilledRenameIsFinishedNotAHang) {
     std::memcpy(g.h->name, "ren", 3);
     _exit(0);
   }
-  int st;
+  int st = 0;
   waitpid(p, &st, 0);
+  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed before its planned death");
   // A lookup in a child with a deadline: it must answer, not spin.
   pid_t q = fork();
   if (q == 0) {

@@ -28,6 +28,9 @@ CASES = [
      ("TTL", "a"), ("GETEX", "nokey"), ("GETEX", "a", "EX", "0"), ("GETEX", "a", "FOO")],
     [("MSET", "a", "1", "b", "2"), ("MGET", "a", "b", "c"), ("MSET", "a"), ("MSET", "a", "1", "b"),
      ("MSETNX", "c", "3", "a", "9"), ("MGET", "a", "c"), ("MSETNX", "c", "3", "d", "4"),
+     ("DEL", "x1"), ("MSETNX", "x1", "xxx", "x1", "yyy"), ("GET", "x1"),  # issue 7 defect 12
+     ("MSETNX", "x1", "zzz", "x1", "www"), ("GET", "x1"),
+     ("SET", "px", "v", "PX", "10000"), ("GETEX", "px", "PX", "5000"),
      ("MGET", "c", "d")],
     [("APPEND", "a", "hello"), ("APPEND", "a", " world"), ("GET", "a"), ("STRLEN", "a")],
     [("SET", "s", "Hello World"), ("GETRANGE", "s", "0", "4"), ("GETRANGE", "s", "-5", "-1"),

@@ -39,6 +39,7 @@ CALLS = [
     ("perf_keys", ["all:*"], lambda r: r["returned"] >= 1),
     ("perf_dump", ["all:*", "0", "10"], lambda r: r["keys"][0]["value"] == "v"),
     ("perf_scan", [0, "all:*", "1000"], lambda r: "cursor" in r),
+    ("perf_check", [], lambda r: r["clean"] is True and r["error_count"] == 0),
     ("perf_ttl", ["all:*", "120"], lambda r: r["updated"] >= 1),
     ("perf_del", ["all:*"], lambda r: r["deleted"] >= 1),
     ("perf_create", ["tmpcoll", "64"], lambda r: r == "OK"),

@@ -225,7 +225,7 @@ $(BUILD)/bin/perfcached: $(BUILD)/$(DAEMON_MAIN:.cc=.o) $(DAEMON_LIB) $(ENGINE_L
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
 
 check-tsan: deps
-	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=thread OPT=-O1 unit UNIT_ARGS="-g Threads"
+	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=thread OPT=-O1 unit UNIT_ARGS="-g Threads -g Trust -g Audit"
 
 bench: deps all
 	$(Q)bench/engine

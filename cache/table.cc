@@ -25,7 +25,7 @@ Catalog* CatalogOf(const mem::Arena& a) {
 static_assert(std::is_standard_layout_v<UserRoot> && sizeof(UserRoot) == 8);
 static_assert(offsetof(UserRoot, catalog) == 4);
 
-Catalog* g_catalog_for_names = nullptr;  // the catalog NameOf may heal
+std::atomic<Catalog*> g_catalog_for_names{nullptr};  // the catalog NameOf may heal
 
 void HealCatalogIfDead(Catalog& cat);
 
@@ -36,7 +36,9 @@ std::string NameOf(const TableHeader& h) {
   for (uint32_t spins = 0;; ++spins) {
     uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
     if (s1 & 1) {
-      if ((spins & 1023) == 1023 && g_catalog_for_names) HealCatalogIfDead(*g_catalog_for_names);
+      if ((spins & 1023) == 1023) {
+        if (Catalog* cat = g_catalog_for_names.load(std::memory_order_acquire)) HealCatalogIfDead(*cat);
+      }
       if (spins > 4096) sched_yield();
       continue;
     }
@@ -152,7 +154,7 @@ uint64_t HashOf(const Ctx& c, std::string_view key) { return HashKey(key, c.cata
 
 Ctx::Ctx(mem::Arena& a, uint32_t s)
     : arena(a), alloc(a, s), catalog(CatalogOf(a)), tid(mem::SelfLockId()), slot(s) {
-  g_catalog_for_names = catalog;
+  g_catalog_for_names.store(catalog, std::memory_order_release);
   scratch.reserve(4096);
   dead.reserve(16);
 }

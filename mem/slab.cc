@@ -89,10 +89,10 @@ size_t CellBound(const Arena& a, Off cell) {
 
 namespace {
 
-const Arena* g_token_arena = nullptr;  // the arena whose slots issue tokens
+std::atomic<const Arena*> g_token_arena{nullptr};  // the arena whose slots issue tokens
 
 bool TokenDead(uint32_t token) {
-  const Arena* a = g_token_arena;
+  const Arena* a = g_token_arena.load(std::memory_order_acquire);
   if (!a) return false;
   uint32_t slot = (token >> 22) & 0xFF;
   if (slot >= a->hdr()->max_procs) return true;
@@ -149,7 +149,7 @@ Allocator::Allocator(Arena& a, uint32_t slot)
       ps_->gen.store(gen, std::memory_order_release);
       PC_CRASH_POINT();
       ps_->owner_tid.store(self, std::memory_order_release);
-      g_token_arena = &a;
+      g_token_arena.store(&a, std::memory_order_release);
       SetTokenJudge(&TokenDead);
       BindLockToken(SlotToken(slot, gen));
       return;
@@ -162,7 +162,8 @@ Allocator::~Allocator() {
 }
 
 void ForgetTokenArena(const Arena* a) {
-  if (g_token_arena == a) g_token_arena = nullptr;
+  const Arena* expected = a;
+  g_token_arena.compare_exchange_strong(expected, nullptr);
 }
 
 Status Allocator::Alloc(size_t bytes, Off* out) {

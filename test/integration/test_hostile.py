@@ -1,0 +1,366 @@
+# perfcached — the hostile-client suite: every door tried as an attacker would (issue 8).
+# Copyright (c) 2026 the perfcached authors.
+"""One test per attack. Each asserts that the attacker is refused or closed,
+that the workers' memory (VmRSS from /proc) stays bounded, and that another
+client is served throughout. Every server is stopped by PID; every wait is
+bounded; everything talks to loopback only."""
+import json
+import os
+import socket
+import stat
+import subprocess
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from harness import (BIN, Daemon, RawClient, encode, free_port, mi_datagram_raw, mi_fifo_raw,
+                     wait_for_path)
+
+RSS_BOUND_KB = 256 * 1024  # a worker above 256 MiB RSS has been made to hold an attacker's input
+
+
+def rss_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Hostile(unittest.TestCase):
+    """Base: one daemon per test, a bystander client that must be served."""
+
+    workers = 1
+    overrides = ()
+    config = None
+
+    def setUp(self):
+        self.d = Daemon(workers=self.workers, overrides=self.overrides, config=self.config)
+        self.clients = []
+
+    def tearDown(self):
+        for c in self.clients:
+            try:
+                c.close()
+            except OSError:
+                pass
+        self.assertEqual(self.d.stop(), 0)
+
+    def client(self, auth=None):
+        c = RawClient(self.d.port)
+        self.clients.append(c)
+        if auth:
+            self.assertEqual(c.call("AUTH", auth), b"+OK\r\n")
+        return c
+
+    def served(self, auth=None):
+        """A fresh, well-behaved client gets its reply."""
+        c = RawClient(self.d.port, timeout=5)
+        try:
+            if auth:
+                self.assertEqual(c.call("AUTH", auth), b"+OK\r\n")
+            self.assertEqual(c.call("PING"), b"+PONG\r\n")
+        finally:
+            c.close()
+
+    def bounded(self):
+        for p in self.d.worker_pids():
+            self.assertLess(rss_kb(p), RSS_BOUND_KB, "worker %d RSS" % p)
+
+    def mi(self, method, params=None):
+        req = {"jsonrpc": "2.0", "id": 1, "method": method}
+        if params is not None:
+            req["params"] = params
+        path = os.path.join(self.d.workdir, "mi.sock")
+        wait_for_path(path)
+        return json.loads(mi_datagram_raw(path, json.dumps(req).encode(), self.d.workdir))
+
+
+# ---- 1. the workers' event sockets --------------------------------------------------------
+
+class EventSockets(Hostile):
+    config = ("[daemon]\nsweep_ms = 100\n[collection sess]\nbuckets = 16\nexpired_events = yes\n"
+              "[listen]\nresp_collections = 0:sess\n")
+
+    def abstract_names(self):
+        with open("/proc/net/unix") as f:
+            return [line.split()[-1] for line in f if "@perfcached." in line]
+
+    def forge(self, payload):
+        """Send a datagram to every abstract name a worker used to bind."""
+        sent = 0
+        for rank in range(1, 4):
+            name = b"\0perfcached.%d.%d" % (self.d.pid, rank)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                s.sendto(payload, name)
+                sent += 1
+            except OSError:
+                pass
+            finally:
+                s.close()
+        return sent
+
+    def test_no_abstract_socket_and_no_crash(self):
+        sub = self.client()
+        sub.call("SUBSCRIBE", "__keyevent@0__:expired")
+        before = self.d.worker_pids()
+        self.assertEqual(self.abstract_names(), [], "worker event sockets are reachable by anyone")
+        bad = json.dumps({"jsonrpc": "2.0", "method": "E_PERF_EXPIRED",
+                          "params": {"collection": 0, "key": [1]}}).encode()
+        for _ in range(3):
+            self.forge(bad)
+            self.forge(b"\xff" * 100)
+        time.sleep(0.5)
+        self.assertEqual(self.d.worker_pids(), before, "a worker died on a forged datagram")
+        self.served()
+
+    def test_forged_expired_not_delivered_real_one_is(self):
+        sub = self.client()
+        sub.call("SUBSCRIBE", "__keyevent@0__:expired")
+        forged = json.dumps({"jsonrpc": "2.0", "method": "E_PERF_EXPIRED",
+                             "params": {"collection": "sess", "key": "forged"}}).encode()
+        self.forge(forged)
+        c = self.client()
+        self.assertEqual(c.call("SET", "real", "v", "PX", "50"), b"+OK\r\n")
+        msg = sub.read_reply()  # the first message must be the real expiry
+        self.assertIn(b"real", msg)
+        self.assertNotIn(b"forged", msg)
+        self.served()
+
+
+# ---- 2. limits before AUTH, query buffer and bulk limits after ----------------------------
+
+class AuthLimits(Hostile):
+    overrides = ("secrets.resp=pw",)
+
+    def test_unauthenticated_bulk(self):
+        c = self.client()
+        c.send_raw(b"*2\r\n$3\r\nSET\r\n$300000000\r\n" + b"x" * 65536)
+        self.assertEqual(c.read_reply(), b"-ERR Protocol error: unauthenticated bulk length\r\n")
+        self.assertTrue(c.closed())
+        self.bounded()
+        self.served("pw")
+
+    def test_unauthenticated_multibulk(self):
+        c = self.client()
+        c.send_raw(b"*2000000000\r\n" + b"$0\r\n\r\n" * 1000)
+        self.assertEqual(c.read_reply(), b"-ERR Protocol error: unauthenticated multibulk length\r\n")
+        self.assertTrue(c.closed())
+        self.served("pw")
+
+    def test_small_commands_before_auth_still_answered(self):
+        c = self.client()
+        self.assertTrue(c.call("GET", "k").startswith(b"-NOAUTH"))
+        self.assertEqual(c.call("AUTH", "pw"), b"+OK\r\n")
+        big = b"v" * 100000
+        self.assertEqual(c.call("SET", "k", big), b"+OK\r\n")
+        self.assertEqual(c.call("STRLEN", "k"), b":100000\r\n")
+
+    def test_argument_table_counts_against_query_buffer_limit(self):
+        c = self.client("pw")
+        self.assertEqual(c.call("CONFIG", "SET", "client-query-buffer-limit", "1mb"), b"+OK\r\n")
+        self.assertEqual(c.call("CONFIG", "GET", "client-query-buffer-limit"),
+                         encode("client-query-buffer-limit", "1048576"))
+        time.sleep(0.3)  # workers apply live settings on their next tick
+        # 600 KB of input, but 150,000 arguments: the table is what costs.
+        try:
+            c.send_raw(b"*300000\r\n" + b"$0\r\n\r\n" * 150000)
+        except OSError:
+            pass
+        self.assertTrue(c.closed())
+        self.served("pw")
+
+    def test_proto_max_bulk_len(self):
+        c = self.client("pw")
+        self.assertEqual(c.call("CONFIG", "SET", "proto-max-bulk-len", "1mb"), b"+OK\r\n")
+        self.assertEqual(c.call("CONFIG", "GET", "proto-max-bulk-len"),
+                         encode("proto-max-bulk-len", "1048576"))
+        time.sleep(0.3)
+        c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n")
+        self.assertEqual(c.read_reply(), b"-ERR Protocol error: invalid bulk length\r\n")
+        self.assertTrue(c.closed())
+        self.served("pw")
+
+
+class LimitsFromConfig(Hostile):
+    config = "[listen]\nproto_max_bulk_len = 1mb\nclient_query_buffer_limit = 2mb\n"
+
+    def test_config_rows(self):
+        c = self.client()
+        self.assertEqual(c.call("CONFIG", "GET", "proto-max-bulk-len"),
+                         encode("proto-max-bulk-len", "1048576"))
+        self.assertEqual(c.call("CONFIG", "GET", "client-query-buffer-limit"),
+                         encode("client-query-buffer-limit", "2097152"))
+        c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1048577\r\n")
+        self.assertEqual(c.read_reply(), b"-ERR Protocol error: invalid bulk length\r\n")
+
+
+# ---- 3. HTTP sent to the RESP port ----------------------------------------------------------
+
+class CrossProtocol(Hostile):
+    def attack(self, data):
+        c = self.client()
+        c.send_raw(data)
+        self.assertTrue(c.closed())
+        self.assertNotIn(b"+OK", c.buf)
+
+    def test_post_is_refused(self):
+        body = b"SET pwned byweb\r\n"
+        self.attack(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.assertEqual(self.client().call("EXISTS", "pwned"), b":0\r\n")
+        self.assertIn("Possible SECURITY ATTACK detected", self.d.read_log())
+        self.served()
+
+    def test_host_header_is_refused(self):
+        self.attack(b"Host: 127.0.0.1\r\nSET pwned2 byweb\r\n")
+        self.assertEqual(self.client().call("EXISTS", "pwned2"), b":0\r\n")
+        self.served()
+
+    def test_curl_data_binary(self):
+        r = subprocess.run(["curl", "-s", "-m", "5", "--data-binary", "SET pwned3 byweb\r\n",
+                            "http://127.0.0.1:%d/" % self.d.port], capture_output=True, timeout=20)
+        self.assertNotIn(b"+OK", r.stdout)
+        self.assertEqual(self.client().call("EXISTS", "pwned3"), b":0\r\n")
+        self.served()
+
+
+# ---- 6. maxclients: exact across workers ----------------------------------------------------
+
+class MaxClients(unittest.TestCase):
+    def count(self, workers, maxclients, attempts):
+        d = Daemon(workers=workers, overrides=("listen.maxclients=%d" % maxclients,))
+        socks = []
+        try:
+            ok = refused = 0
+            for _ in range(attempts):
+                s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+                socks.append(s)
+                s.sendall(b"PING\r\n")
+                data = b""
+                while not data.endswith(b"\r\n"):
+                    chunk = s.recv(256)
+                    if not chunk:
+                        break
+                    data += chunk
+                if data.startswith(b"+PONG"):
+                    ok += 1
+                elif data.startswith(b"-ERR max number of clients reached"):
+                    refused += 1
+            return ok, refused
+        finally:
+            for s in socks:
+                s.close()
+            self.assertEqual(d.stop(), 0)
+
+    def test_one_worker_100(self):
+        self.assertEqual(self.count(1, 100, 110), (100, 10))
+
+    def test_two_workers_exact(self):
+        self.assertEqual(self.count(2, 60, 80), (60, 20))
+
+    def test_closed_connections_are_given_back(self):
+        d = Daemon(workers=2, overrides=("listen.maxclients=10",))
+        try:
+            for _ in range(3):
+                cs = [RawClient(d.port) for _ in range(10)]
+                self.assertEqual([c.call("PING") for c in cs], [b"+PONG\r\n"] * 10)
+                extra = RawClient(d.port)
+                extra.send_raw(b"PING\r\n")
+                self.assertTrue(extra.read_reply().startswith(b"-ERR max number of clients"))
+                extra.close()
+                for c in cs:
+                    c.close()
+                time.sleep(0.3)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+# ---- 7. the MI FIFO after a truncated request -------------------------------------------------
+
+class MiFifo(Hostile):
+    def reply_fifo(self, name):
+        path = os.path.join(self.d.workdir, name)
+        os.mkfifo(path, 0o600)
+        return path, os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+    def read_reply(self, fd, timeout):
+        data, deadline = b"", time.time() + timeout
+        while time.time() < deadline:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            if chunk:
+                data += chunk
+            elif data:
+                break
+            else:
+                time.sleep(0.01)
+        return data
+
+    def two_requests(self, first, second_name="second"):
+        wait_for_path(self.d.fifo)
+        p1, fd1 = self.reply_fifo("first")
+        p2, fd2 = self.reply_fifo(second_name)
+        try:
+            with open(self.d.fifo, "wb", buffering=0) as f:
+                f.write(first)
+            time.sleep(0.1)
+            with open(self.d.fifo, "wb", buffering=0) as f:
+                f.write(b":" + second_name.encode() +
+                        b':{"jsonrpc":"2.0","id":"2","method":"version"}')
+            r2 = self.read_reply(fd2, 5)
+            r1 = self.read_reply(fd1, 5)
+            return r1, r2
+        finally:
+            os.close(fd1)
+            os.close(fd2)
+            os.unlink(p1)
+            os.unlink(p2)
+
+    def test_truncated_request_then_next(self):
+        r1, r2 = self.two_requests(b':first:{"jsonrpc": "2.0", "id": "1", "method": ')
+        self.assertIn(b'"id":"2"', r2)
+        self.assertIn(b"-32700", r1)
+
+    def test_truncated_inside_string_then_next(self):
+        r1, r2 = self.two_requests(b':first:{"jsonrpc": "2.0", "id": "1", "method": "ver')
+        self.assertIn(b'"id":"2"', r2)
+        self.assertIn(b"-32700", r1)
+
+    def test_held_request_times_out(self):
+        wait_for_path(self.d.fifo)
+        p1, fd1 = self.reply_fifo("first")
+        try:
+            with open(self.d.fifo, "wb", buffering=0) as f:
+                f.write(b':first:{"jsonrpc": "2.0", "id": "1"')
+            self.assertIn(b"-32700", self.read_reply(fd1, 6))
+        finally:
+            os.close(fd1)
+            os.unlink(p1)
+        rep = mi_fifo_raw(self.d.fifo, self.d.workdir, b'{"jsonrpc":"2.0","id":"3","method":"version"}')
+        self.assertIn(b'"id":"3"', rep)
+
+    def test_oversize_tail_with_colons(self):
+        wait_for_path(self.d.fifo)
+        # Dropped at 4096 bytes; its tail ': 1}}' looks like the start of a frame.
+        big = (b':x:{"jsonrpc":"2.0","id":"9","method":"perf_set","params":{"key":"k","value":"'
+               + b"a" * 5000 + b'","n": 1}}')
+        with open(self.d.fifo, "wb", buffering=0) as f:
+            f.write(big)
+        time.sleep(0.2)
+        rep = mi_fifo_raw(self.d.fifo, self.d.workdir, b'{"jsonrpc":"2.0","id":"4","method":"version"}')
+        self.assertIn(b'"id":"4"', rep)
+        self.served()
+
+
+if __name__ == "__main__":
+    unittest.main()

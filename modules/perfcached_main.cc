@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -45,31 +46,29 @@ struct Door {
   event* event_ev = nullptr;
 };
 
-// Events for this worker's pub/sub subscribers arrive on an abstract
-// datagram socket named after the supervisor and the rank.
+// Events for this worker's pub/sub subscribers arrive on the read end of
+// the socketpair the supervisor made for this rank before forking (see
+// proc/events.h): only the daemon's processes can write to it. The bytes
+// are still parsed as untrusted input, and nothing thrown leaves the
+// callback.
 void OnEventDatagram(evutil_socket_t fd, short, void* arg) {
   auto* d = static_cast<Door*>(arg);
-  char buf[65536];
+  static char buf[65536];
   for (int i = 0; i < 64; ++i) {
     ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n <= 0) return;
-    modules::resp::PubSubDeliver(d->env, std::string_view(buf, static_cast<size_t>(n)));
+    try {
+      modules::resp::PubSubDeliver(d->env, std::string_view(buf, static_cast<size_t>(n)));
+    } catch (const std::exception& e) {
+      LOG_WARN("event datagram dropped: %s", e.what());
+    }
   }
 }
 
-void OpenEventSocket(Door* d, event_base* base, int rank) {
-  std::string name = "perfcached." + std::to_string(getppid()) + "." + std::to_string(rank);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path + 1, name.data(), name.size());
-  socklen_t sl = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sl) != 0) {
-    if (fd >= 0) close(fd);
-    return;
-  }
+void OpenEventChannel(Door* d, event_base* base, int fd, int rank) {
+  if (fd < 0) return;
   d->event_fd = fd;
-  d->env.event_socket = "unix:@" + name;
+  d->env.event_rank = rank;
   d->event_ev = event_new(base, fd, EV_READ | EV_PERSIST, &OnEventDatagram, d);
   event_add(d->event_ev, nullptr);
 }
@@ -102,7 +101,7 @@ void* WorkerInit(proc::WorkerContext& wc) {
                                 [dp](net::Conn& c) { modules::resp::Dispatch(dp->env, c); },
                                 wc.self->door);
     d->env.server = d->server;
-    OpenEventSocket(d, wc.base, wc.rank);
+    OpenEventChannel(d, wc.base, wc.event_fd, wc.rank);
   }
   return d;
 }

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <exception>
 
 namespace net {
 namespace {
@@ -270,7 +271,19 @@ void Server::OnRead(evutil_socket_t, short, void* arg) {
     s->Close(c);  // client-query-buffer-limit
     return;
   }
-  if (!c->cont) s->Process(c);
+  if (!c->cont) s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
+}
+
+// Nothing thrown by a handler (std::bad_alloc, a library's exception) may
+// leave a libevent callback: the connection that caused it is closed.
+template <typename F>
+void Server::Guarded(Conn* c, F fn) {
+  try {
+    fn(this, c);
+  } catch (const std::exception&) {
+    Count(kCtrErrors);
+    Close(c);
+  }
 }
 
 void Server::Process(Conn* c) {
@@ -356,16 +369,26 @@ void Server::OnWrite(evutil_socket_t, short, void* arg) {
   bool was_paused = !c->reading;
   if (!s->Flush(c)) return;  // closed
   // Resume parsing what was buffered while paused.
-  if (was_paused && c->reading && c->in_pos < c->in.size()) s->Process(c);
+  if (was_paused && c->reading && c->in_pos < c->in.size()) {
+    s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
+  }
 }
 
 void Server::OnCont(evutil_socket_t, short, void* arg) {
   auto* c = static_cast<Conn*>(arg);
   Server* s = c->srv;
   if (!c->cont) return;
-  if (c->cont(*c)) {
+  bool done = true;
+  try {
+    done = c->cont(*c);
+  } catch (const std::exception&) {
+    s->Count(kCtrErrors);
+    s->Close(c);
+    return;
+  }
+  if (done) {
     c->cont = nullptr;
-    s->Process(c);  // flushes, then goes on with pipelined input
+    s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });  // flushes, then goes on
   } else {
     if (!s->Flush(c)) return;
     timeval zero{0, 0};

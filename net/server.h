@@ -119,6 +119,8 @@ class Server {
   static void OnWrite(evutil_socket_t fd, short, void* arg);
   static void OnCont(evutil_socket_t fd, short, void* arg);
   void Process(Conn* c);
+  template <typename F>
+  void Guarded(Conn* c, F fn);
   bool Flush(Conn* c);  // false: the connection was closed
   void Close(Conn* c);
   void Count(int stat, uint64_t n = 1);

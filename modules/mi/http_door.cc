@@ -12,6 +12,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "cache/table.h"
@@ -184,8 +185,19 @@ bool Healthy(proc::ModuleProcContext& pc, std::string* why) {
   return true;
 }
 
+void Serve(evhttp_request* req, Http& h);
+
+// No input may throw out of a libevent callback (it would abort the process).
 void OnRequest(evhttp_request* req, void* arg) {
-  auto& h = *static_cast<Http*>(arg);
+  try {
+    Serve(req, *static_cast<Http*>(arg));
+  } catch (const std::exception& e) {
+    LOG_ERR("HTTP door: %s", e.what());
+    Send(req, 500, "Internal Server Error", "{\"error\":\"internal error\"}");
+  }
+}
+
+void Serve(evhttp_request* req, Http& h) {
   if (!Authorized(h, req)) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
     Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required off loopback\"}");

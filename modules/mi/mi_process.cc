@@ -27,6 +27,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "mi/mi.h"
@@ -221,8 +222,19 @@ void OpenFifo(MiState& st) {
   LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
 }
 
+void ServeFifo(MiState& st);
+
+// No input may throw out of a libevent callback (it would abort the process).
 void OnFifo(evutil_socket_t, short, void* arg) {
-  auto& st = *static_cast<MiState*>(arg);
+  try {
+    ServeFifo(*static_cast<MiState*>(arg));
+  } catch (const std::exception& e) {
+    LOG_ERR("MI FIFO: request dropped: %s", e.what());
+    static_cast<MiState*>(arg)->buf.clear();
+  }
+}
+
+void ServeFifo(MiState& st) {
   st.idle_ticks = 0;
   char chunk[kFifoBuf];
   size_t room = st.buf.size() < kFifoBuf ? kFifoBuf - st.buf.size() : 0;
@@ -258,7 +270,11 @@ void OnFifo(evutil_socket_t, short, void* arg) {
 
 void OnDatagram(evutil_socket_t, short, void* arg) {
   auto& st = *static_cast<MiState*>(arg);
-  ServeDatagram(st.dfd, st.reg);
+  try {
+    ServeDatagram(st.dfd, st.reg);
+  } catch (const std::exception& e) {
+    LOG_ERR("MI datagram: request dropped: %s", e.what());
+  }
 }
 
 void OnTick(evutil_socket_t, short, void* arg) {

@@ -73,6 +73,20 @@ void OpenEventChannel(Door* d, event_base* base, int fd, int rank) {
   event_add(d->event_ev, nullptr);
 }
 
+// CONFIG SET proto-max-bulk-len / client-query-buffer-limit /
+// client-output-buffer-limit: stored in the process table by any worker,
+// applied by each on its tick.
+void ApplyLiveLimits(const proc::ProcTable& pt, size_t* max_bulk, size_t* query_buf,
+                     net::OutputLimit* output) {
+  *max_bulk = static_cast<size_t>(pt.live_proto_max_bulk.load());
+  *query_buf = static_cast<size_t>(pt.live_query_buf.load());
+  for (int k = 0; k < net::kOutputClasses; ++k) {
+    output[k].hard = static_cast<size_t>(pt.live_output[k][0].load());
+    output[k].soft = static_cast<size_t>(pt.live_output[k][1].load());
+    output[k].soft_s = static_cast<int>(pt.live_output[k][2].load());
+  }
+}
+
 void* WorkerInit(proc::WorkerContext& wc) {
   auto* d = new Door();
   d->env.ctx = wc.ctx;
@@ -82,13 +96,15 @@ void* WorkerInit(proc::WorkerContext& wc) {
   modules::resp::InitEnv(d->env);
   if (wc.listen_fd >= 0) {
     net::ServerOptions so;
-    int nworkers = static_cast<int>(wc.procs->count) - 2;
-    so.maxclients = (wc.cfg->maxclients + nworkers - 1) / (nworkers > 0 ? nworkers : 1);
+    // maxclients is for the whole daemon: a counter in the process table,
+    // shared by every worker (never a per-worker split).
+    so.maxclients = wc.cfg->maxclients;
+    so.clients = &wc.procs->clients;
     so.timeout_s = wc.cfg->timeout;
-    so.limits.max_bulk = static_cast<size_t>(wc.cfg->max_value_mb) << 20;
+    ApplyLiveLimits(*wc.procs, &so.limits.max_bulk, &so.query_buf_max, so.output);
     for (const auto& c : wc.cfg->resp_allow) {
       net::Cidr cidr;
-      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);
+      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);  // FinishConfig refused bad ones
     }
     so.require_allow = true;
     so.auth_required = !wc.cfg->resp_secrets.empty();
@@ -189,7 +205,12 @@ int main(int argc, char** argv) {
     auto* d = static_cast<Door*>(p);
     if (!d->server) return;
     d->server->set_timeout(d->env.procs->live_timeout.load());
+    size_t max_bulk, query_buf;
+    net::OutputLimit output[net::kOutputClasses];
+    ApplyLiveLimits(*d->env.procs, &max_bulk, &query_buf, output);
+    d->server->set_limits(max_bulk, query_buf, output);
     d->server->CloseIdle(now);
+    d->server->CheckOutputLimits(now);
   };
   hooks.destroy = [](void* p) {
     auto* d = static_cast<Door*>(p);

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -105,6 +106,22 @@ bool NoHash(std::string* e) {
         [](const Config& c) { return JoinList(c.field); }                              \
   }
 
+#define SIZE_ROW(sec, key, field, lo, help)                                             \
+  ParamSpec {                                                                          \
+    sec, #key, ParamType::kInt, help,                                                  \
+        [](Config& c, std::string_view v, std::string* e) {                            \
+          int64_t x;                                                                   \
+          if (!ParseMemSize(v, &x) || x < (lo)) {                                      \
+            *e = "expected a size of at least " + std::to_string(lo) +                 \
+                 " bytes (e.g. 1048576, 512mb, 1gb), got '" + std::string(v) + "'";   \
+            return false;                                                              \
+          }                                                                            \
+          c.field = x;                                                                 \
+          return true;                                                                 \
+        },                                                                             \
+        [](const Config& c) { return std::to_string(c.field); }                        \
+  }
+
 const ParamSpec kParams[] = {
     INT_ROW("daemon", workers, workers, 0, 1024, "worker processes (0 = number of cores)"),
     INT_ROW("daemon", databases, databases, 1, 128,
@@ -130,6 +147,14 @@ const ParamSpec kParams[] = {
             "HTTP door host:port (/metrics /stats /health /reset-stats /mi); empty = off"),
     INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
     INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
+    SIZE_ROW("listen", proto_max_bulk_len, proto_max_bulk_len, int64_t{1} << 20,
+             "largest bulk a RESP client may send (Redis proto-max-bulk-len)"),
+    SIZE_ROW("listen", client_query_buffer_limit, client_query_buffer_limit, int64_t{1} << 20,
+             "unparsed input + argument table per client (Redis client-query-buffer-limit)"),
+    ParamSpec{"listen", "client_output_buffer_limit", ParamType::kString,
+              "CLASS HARD SOFT SECONDS for normal and pubsub (Redis client-output-buffer-limit; 0 = none)",
+              [](Config& c, std::string_view v, std::string* e) { return ParseOutputLimits(v, &c, e); },
+              [](const Config& c) { return FormatOutputLimits(c); }},
     STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
     STR_ROW("mi", fifo_mode, mi_fifo_mode, "MI FIFO permissions (octal)"),
     STR_ROW("mi", fifo_user, mi_fifo_user, "MI FIFO owner (user name or uid); empty = unchanged"),
@@ -147,6 +172,7 @@ const ParamSpec kParams[] = {
 #undef BOOL_ROW
 #undef STR_ROW
 #undef LIST_ROW
+#undef SIZE_ROW
 
 bool SetCollectionKey(CollectionConfig& cc, std::string_view key, std::string_view v,
                       std::string* err) {
@@ -289,6 +315,80 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
     return false;
   }
   return true;
+}
+
+bool ParseMemSize(std::string_view s, int64_t* out) {
+  static const struct {
+    const char* suffix;
+    int64_t mul;
+  } kUnits[] = {{"gb", int64_t{1} << 30}, {"mb", int64_t{1} << 20}, {"kb", 1024}, {"g", 1000000000},
+                {"m", 1000000}, {"k", 1000}, {"b", 1}};
+  std::string low;
+  for (char ch : s) low += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+  int64_t mul = 1;
+  std::string_view num = low;
+  for (const auto& u : kUnits) {
+    size_t n = std::strlen(u.suffix);
+    if (num.size() > n && num.substr(num.size() - n) == u.suffix) {
+      mul = u.mul;
+      num.remove_suffix(n);
+      break;
+    }
+  }
+  int64_t x;
+  auto r = std::from_chars(num.data(), num.data() + num.size(), x);
+  if (num.empty() || r.ec != std::errc() || r.ptr != num.data() + num.size() || x < 0 ||
+      x > INT64_MAX / mul) {
+    return false;
+  }
+  *out = x * mul;
+  return true;
+}
+
+bool ParseOutputLimits(std::string_view s, Config* c, std::string* err) {
+  std::vector<std::string> w;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) w.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  if (w.empty() || w.size() % 4 != 0) {
+    *err = "expected CLASS HARD SOFT SECONDS (repeated), e.g. 'normal 128mb 0 0 pubsub 32mb 8mb 60'";
+    return false;
+  }
+  Config tmp = *c;
+  for (size_t k = 0; k < w.size(); k += 4) {
+    Config::OutputLimit l;
+    int64_t secs;
+    if (!ParseMemSize(w[k + 1], &l.hard) || !ParseMemSize(w[k + 2], &l.soft) ||
+        !ParseMemSize(w[k + 3], &secs) || secs > (1 << 30)) {
+      *err = "bad limits for class '" + w[k] + "': expected HARD SOFT SECONDS, e.g. 32mb 8mb 60";
+      return false;
+    }
+    l.soft_s = secs;
+    if (w[k] == "normal") {
+      tmp.output_normal = l;
+    } else if (w[k] == "pubsub") {
+      tmp.output_pubsub = l;
+    } else if (w[k] != "replica" && w[k] != "slave") {
+      *err = "unknown class '" + w[k] + "' (expected normal or pubsub)";
+      return false;
+    }
+  }
+  c->output_normal = tmp.output_normal;
+  c->output_pubsub = tmp.output_pubsub;
+  return true;
+}
+
+std::string FormatOutputLimits(const Config& c) {
+  auto one = [](const char* n, const Config::OutputLimit& l) {
+    return std::string(n) + " " + std::to_string(l.hard) + " " + std::to_string(l.soft) + " " +
+           std::to_string(l.soft_s);
+  };
+  return one("normal", c.output_normal) + " " + one("pubsub", c.output_pubsub);
 }
 
 bool ParseHostPort(std::string_view s, std::string* host, int* port) {

@@ -46,6 +46,14 @@ struct Config {
   std::string http;             // HTTP door host:port (metrics, stats, health, /mi); empty = off
   int maxclients = 10000;
   int timeout = 0;              // idle seconds before close, 0 = never
+  int64_t proto_max_bulk_len = int64_t{512} << 20;          // largest bulk a client may send
+  int64_t client_query_buffer_limit = int64_t{1} << 30;     // input + argument table per client
+  // client-output-buffer-limit (Redis): per class hard, soft, soft seconds.
+  struct OutputLimit {
+    int64_t hard, soft, soft_s;
+  };
+  OutputLimit output_normal{int64_t{128} << 20, 0, 0};
+  OutputLimit output_pubsub{int64_t{32} << 20, int64_t{8} << 20, 60};
   // [mi]
   std::string mi_fifo = "/run/perfcached/perfcached_fifo";  // empty = off
   std::string mi_fifo_mode = "0660";
@@ -86,6 +94,12 @@ bool FinishConfig(Config* c, std::string* err);
 std::string DumpConfig(const Config& c);
 // --help text generated from the rows.
 std::string ConfigHelp();
+
+// Redis's memtoull: "1024", "16kb", "512mb", "1gb" (k/m/g = 1000^n, kb/mb/gb = 1024^n).
+bool ParseMemSize(std::string_view s, int64_t* out);
+// "normal 128mb 0 0 pubsub 32mb 8mb 60" (any of the classes; replica is accepted and ignored).
+bool ParseOutputLimits(std::string_view s, Config* c, std::string* err);
+std::string FormatOutputLimits(const Config& c);
 
 // "host:port" -> parts. Accepts "[v6]:port" and "port" (127.0.0.1).
 bool ParseHostPort(std::string_view s, std::string* host, int* port);

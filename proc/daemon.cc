@@ -310,6 +310,14 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   pt->started_ms.store(WallMs());
   pt->live_timeout.store(cfg.timeout);
   pt->live_loglevel.store(static_cast<int32_t>(lvl));
+  pt->live_proto_max_bulk.store(cfg.proto_max_bulk_len);
+  pt->live_query_buf.store(cfg.client_query_buffer_limit);
+  const Config::OutputLimit* ol[2] = {&cfg.output_normal, &cfg.output_pubsub};
+  for (int k = 0; k < 2; ++k) {
+    pt->live_output[k][0].store(ol[k]->hard);
+    pt->live_output[k][1].store(ol[k]->soft);
+    pt->live_output[k][2].store(ol[k]->soft_s);
+  }
   std::vector<int> lfds;
   if (!cfg.resp.empty()) {
     for (int i = 0; i < nworkers; ++i) {
@@ -439,6 +447,10 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       for (uint32_t i = 1; i < pt->count; ++i) {
         if (pt->e[i].pid.load() != p) continue;
         pt->e[i].pid.store(0);
+        // Give back the connections the dead process held (maxclients).
+        uint64_t open = pt->e[i].door[kDoorOpen].load();
+        pt->e[i].door[kDoorOpen].store(0);
+        if (open) pt->clients.fetch_sub(static_cast<int32_t>(open));
         if (stopping) break;
         if (WIFSIGNALED(st)) {
           LOG_WARN("%s (rank %d, pid %d) killed by signal %d", RoleName(static_cast<Role>(pt->e[i].role.load())),

@@ -231,6 +231,98 @@ class CrossProtocol(Hostile):
         self.served()
 
 
+# ---- 5. client-output-buffer-limit, checked while a reply is built -------------------------
+
+class OutputLimits(Hostile):
+    overrides = ("memory.arena_mb=128",)
+
+    def fill(self, n=20, size=1 << 20):
+        c = self.client()
+        for i in range(n):
+            self.assertEqual(c.call("SET", "big%d" % i, b"x" * size), b"+OK\r\n")
+        return ["big%d" % i for i in range(n)]
+
+    def never_reads(self, keys):
+        s = socket.create_connection(("127.0.0.1", self.d.port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(encode("MGET", *keys))
+        return s
+
+    def closed_soon(self, s, timeout=10):
+        """The server closed s: reading everything it sent ends in EOF/RST."""
+        s.settimeout(timeout)
+        try:
+            while s.recv(1 << 20):
+                pass
+            return True
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+        finally:
+            s.close()
+
+    def stat(self, name):
+        info = self.client().call("INFO", "stats").decode()
+        for line in info.split("\r\n"):
+            if line.startswith(name + ":"):
+                return int(line.split(":")[1])
+        return None
+
+    def test_default_limit_bounds_a_huge_mget(self):
+        keys = self.fill()
+        s = self.never_reads(keys * 20)  # a 400 MiB reply
+        time.sleep(2)
+        self.bounded()
+        self.served()
+        self.assertTrue(self.closed_soon(s))
+        self.assertEqual(self.stat("client_output_buffer_limit_disconnections"), 1)
+
+    def test_config_set_hard_limit(self):
+        c = self.client()
+        self.assertEqual(c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 4mb 0 0"),
+                         b"+OK\r\n")
+        self.assertEqual(c.call("CONFIG", "GET", "client-output-buffer-limit"),
+                         encode("client-output-buffer-limit", "normal 4194304 0 0 pubsub 33554432 8388608 60"))
+        time.sleep(0.3)
+        keys = self.fill(8)
+        two = []
+        for _ in range(2):
+            two.append(self.never_reads(keys * 4))  # 32 MiB each
+        time.sleep(1)
+        for p in self.d.worker_pids():
+            self.assertLess(rss_kb(p), 96 * 1024)
+        for s in two:
+            self.assertTrue(self.closed_soon(s))
+        self.assertEqual(self.stat("client_output_buffer_limit_disconnections"), 2)
+        st = self.mi("get_statistics", [["resp:"]])["result"]
+        self.assertEqual(st.get("resp:output_limit_disconnections"), 2, st)
+        # A reply under the limit is still served whole.
+        self.assertEqual(len(self.client().call("MGET", *keys[:3])), 3 * ((1 << 20) + 12) + 4)
+        self.served()
+
+    def test_soft_limit_with_seconds(self):
+        c = self.client()
+        self.assertEqual(c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 0 2mb 1"),
+                         b"+OK\r\n")
+        time.sleep(0.3)
+        keys = self.fill(8)
+        s = self.never_reads(keys)  # 8 MiB, above the soft limit, never drained
+        time.sleep(2.5)
+        self.assertTrue(self.closed_soon(s, timeout=5))
+        self.assertEqual(self.stat("client_output_buffer_limit_disconnections"), 1)
+        self.served()
+
+
+class OutputLimitsConfig(unittest.TestCase):
+    def test_bad_values_refused(self):
+        for bad in ("normal 1mb", "bogus 1 2 3", "normal x 0 0"):
+            p = subprocess.run([BIN, "-C", "-o", "listen.client_output_buffer_limit=" + bad],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 1, bad)
+            self.assertIn("client_output_buffer_limit", p.stderr)
+
+
 # ---- 6. maxclients: exact across workers ----------------------------------------------------
 
 class MaxClients(unittest.TestCase):

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -185,9 +186,17 @@ struct MiState {
   event* dgram_ev = nullptr;
   struct stat made {};
   mode_t mode = 0600;
-  std::string buf;
+  std::string buf;             // an unfinished request (held at most kHoldMs)
+  int64_t held_since_ms = 0;
+  bool drained = true;         // the last read emptied the pipe
+  bool skipping = false;       // following the rest of an oversize request
+  mi::JsonScanner skip;
+  int64_t last_data_ms = 0;
   int idle_ticks = 0;
 };
+
+// An unfinished request is held this long for the rest of its bytes.
+constexpr int64_t kHoldMs = 1000;
 
 void OnFifo(evutil_socket_t, short, void* arg);
 
@@ -234,18 +243,51 @@ void OnFifo(evutil_socket_t, short, void* arg) {
   }
 }
 
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Answer the unfinished request held in st.buf with -32700 and forget it.
+void DropHeld(MiState& st, const char* why) {
+  std::string name;
+  if (mi::HeldReplyName(st.buf, &name) && !name.empty() && mi::ValidReplyName(name)) {
+    WriteReply(st.cfg->mi_reply_dir, name, mi::Serialize(mi::ProcessText(st.reg, "{")));
+  }
+  LOG_WARN("MI FIFO: %s: answered -32700", why);
+  st.buf.clear();
+  st.held_since_ms = 0;
+}
+
 void ServeFifo(MiState& st) {
   st.idle_ticks = 0;
   char chunk[kFifoBuf];
-  size_t room = st.buf.size() < kFifoBuf ? kFifoBuf - st.buf.size() : 0;
-  if (room == 0) {
-    LOG_WARN("MI FIFO: request larger than %zu bytes dropped", kFifoBuf);
-    st.buf.clear();
-    room = kFifoBuf;
-  }
+  size_t room = kFifoBuf - st.buf.size();  // st.buf stays below kFifoBuf between reads
   ssize_t n = read(st.rfd, chunk, room);
   if (n <= 0) return;
-  st.buf.append(chunk, static_cast<size_t>(n));
+  std::string_view in(chunk, static_cast<size_t>(n));
+  // When the previous read emptied the pipe, this one starts where a
+  // client's write started (writes up to PIPE_BUF are atomic).
+  bool boundary = st.drained;
+  st.drained = static_cast<size_t>(n) < room;
+  int64_t now = MonoMs();
+  st.last_data_ms = now;
+  if (st.skipping) {  // the rest of a request too large to hold
+    if (boundary && in[0] == ':') {
+      st.skipping = false;
+    } else {
+      size_t k = st.skip.Feed(in);
+      if (k == std::string_view::npos) return;
+      st.skipping = false;
+      in.remove_prefix(k);
+    }
+  }
+  // A new client's frame never continues an unfinished request.
+  if (!st.buf.empty() && boundary && !in.empty() && in[0] == ':') {
+    DropHeld(st, "unfinished request followed by a new one");
+  }
+  st.buf.append(in);
   size_t pos = 0;
   for (;;) {
     mi::Frame f;
@@ -266,6 +308,21 @@ void ServeFifo(MiState& st) {
     }
   }
   st.buf.erase(0, pos);
+  if (st.buf.size() >= kFifoBuf) {
+    // Too large to hold: answered now; its remaining bytes are followed
+    // (not kept) to the end of its JSON value, then framing goes on.
+    st.skip = mi::JsonScanner{};
+    size_t js = mi::FrameJsonStart(st.buf);
+    bool ended = js != std::string_view::npos &&
+                 st.skip.Feed(std::string_view(st.buf).substr(js)) != std::string_view::npos;
+    DropHeld(st, "request larger than 4096 bytes");
+    st.skipping = !ended;
+  }
+  if (st.buf.empty()) {
+    st.held_since_ms = 0;
+  } else if (st.held_since_ms == 0) {
+    st.held_since_ms = now;
+  }
 }
 
 void OnDatagram(evutil_socket_t, short, void* arg) {
@@ -283,6 +340,11 @@ void OnTick(evutil_socket_t, short, void* arg) {
     event_base_loopbreak(st.base);
     return;
   }
+  int64_t now = MonoMs();
+  if (!st.buf.empty() && st.held_since_ms && now - st.held_since_ms >= kHoldMs) {
+    DropHeld(st, "request unfinished for 1 s");
+  }
+  if (st.skipping && now - st.last_data_ms >= kHoldMs) st.skipping = false;
   // Every 30 s of FIFO idleness: is it still our FIFO? Recreate it if not.
   if (!st.cfg->mi_fifo.empty() && ++st.idle_ticks >= 60) {
     st.idle_ticks = 0;

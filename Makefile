@@ -48,7 +48,8 @@ DAEMON_OBJS := $(DAEMON_SRCS:%.cc=$(BUILD)/%.o)
 DAEMON_LIB := $(BUILD)/libperfdaemon.a
 DAEMON_BIN := bin/perfcached
 CLI_BIN := bin/perfcli
-EVENT_LIBS := $(shell pkg-config --libs libevent_core libevent_extra 2>/dev/null || echo -levent_core -levent_extra)
+EVENT_LIBS := $(shell pkg-config --libs libevent_core libevent_extra 2>/dev/null || echo -levent_core -levent_extra) \
+              $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
 UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
 SOAK_OBJS := $(BUILD)/test/soak/engine_soak.o

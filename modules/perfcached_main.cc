@@ -19,6 +19,7 @@
 #include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
+#include "proc/secret.h"
 
 namespace {
 
@@ -158,18 +159,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   proc::Config cfg;
-  cfg.argv.assign(argv, argv + argc);
+  // MI `arg` shows the command line with secret values masked; then the
+  // values are overwritten in our own argv, so ps and /proc/PID/cmdline
+  // never show them (better: keep [secrets] in a 0600 file given with -f).
+  for (int i = 0; i < argc; ++i) cfg.argv.push_back(proc::MaskSecretArg(argv[i]));
+  if (!proc::SecretsInit()) {
+    std::fprintf(stderr, "perfcached: libsodium cannot start\n");
+    return 1;
+  }
   std::string err;
   if (!file.empty() && !proc::LoadConfigFile(file, &cfg, &err)) {
     std::fprintf(stderr, "perfcached: %s\n", err.c_str());
     return 1;
   }
-  for (const auto& o : overrides) {
-    if (!proc::ApplyOverride(o, &cfg, &err)) {
+  for (auto& o : overrides) {
+    bool ok = proc::ApplyOverride(o, &cfg, &err);
+    proc::Wipe(o.data(), o.size());  // our copy of a secret override
+    if (!ok) {
       std::fprintf(stderr, "perfcached: %s\n", err.c_str());
       return 1;
     }
   }
+  proc::ScrubArgv(argc, argv);
   if (!proc::FinishConfig(&cfg, &err)) {
     std::fprintf(stderr, "perfcached: %s: %s\n", cfg.source.c_str(), err.c_str());
     return 1;

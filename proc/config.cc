@@ -145,6 +145,8 @@ const ParamSpec kParams[] = {
              "SELECT mapping, e.g. 0:sessions, 1:counters"),
     STR_ROW("listen", http, http,
             "HTTP door host:port (/metrics /stats /health /reset-stats /mi); empty = off"),
+    LIST_ROW("listen", http_hosts, http_hosts, ParamType::kList,
+             "host names accepted in the HTTP Host header (IPs and localhost always are)"),
     INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
     INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
     SIZE_ROW("listen", proto_max_bulk_len, proto_max_bulk_len, int64_t{1} << 20,
@@ -165,7 +167,8 @@ const ParamSpec kParams[] = {
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
     LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
-             "HTTP door bearer token(s); required when [listen] http is not loopback"),
+             "HTTP door bearer token(s): when set, every request needs one (loopback too); "
+             "required when [listen] http is not loopback"),
 };
 
 #undef INT_ROW
@@ -311,7 +314,9 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
   }
   std::string e;
   if (!SetKey(c, section, key, kv.substr(eq + 1), 0, &e)) {
-    *err = "-o " + std::string(kv) + ": " + e;
+    // Never echo a secret's value.
+    *err = "-o " + (section == "secrets" ? std::string(kv.substr(0, eq + 1)) + "********" : std::string(kv)) +
+           ": " + e;
     return false;
   }
   return true;

@@ -44,6 +44,7 @@ struct Config {
   std::vector<std::string> resp_allow;       // CIDRs allowed off loopback
   std::vector<std::string> resp_collections; // "0:sessions" pairs
   std::string http;             // HTTP door host:port (metrics, stats, health, /mi); empty = off
+  std::vector<std::string> http_hosts;       // names accepted in Host: besides IPs and localhost
   int maxclients = 10000;
   int timeout = 0;              // idle seconds before close, 0 = never
   int64_t proto_max_bulk_len = int64_t{512} << 20;          // largest bulk a client may send
@@ -63,7 +64,7 @@ struct Config {
   std::string mi_datagram = "/run/perfcached/perfcached_mi.sock";  // empty = off
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
-  std::vector<std::string> http_tokens;      // HTTP bearer tokens (required off loopback)
+  std::vector<std::string> http_tokens;      // HTTP bearer tokens (when set: required on every request)
   // [collection NAME]
   std::vector<CollectionConfig> collections;
 

@@ -2,14 +2,18 @@
 // Copyright (c) 2026 the perfcached authors.
 //
 // Runs inside the MI process's event loop (libevent evhttp), never on a
-// worker. Off loopback every request needs "Authorization: Bearer <token>"
-// with a token from [secrets] http (the config refuses a non-loopback
-// listener without one). Counters in /metrics are the raw per-process sums:
+// worker. With a token in [secrets] http, every request (loopback too) needs
+// "Authorization: Bearer <token>" (the config refuses a non-loopback
+// listener without one); the Host header must name this listener (DNS
+// rebinding) and a POST must be application/json (cross-site forms). Counters in /metrics are the raw per-process sums:
 // a stats reset (MI, CONFIG RESETSTAT, POST /reset-stats) re-baselines what
 // MI and INFO show, never what Prometheus scrapes, so counters only rise.
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <arpa/inet.h>
+
+#include <cctype>
 
 #include <cstring>
 #include <exception>
@@ -22,6 +26,7 @@
 #include "proc/config.h"
 #include "proc/log.h"
 #include "proc/proctable.h"
+#include "proc/secret.h"
 
 namespace modules::mi_door {
 namespace {
@@ -30,6 +35,8 @@ struct Http {
   evhttp* http = nullptr;
   proc::ModuleProcContext* pc = nullptr;
   const mi::Registry* reg = nullptr;
+  std::string host;  // the listener's
+  int port = 0;
 };
 
 void Send(evhttp_request* req, int code, const char* reason, const std::string& body,
@@ -42,28 +49,64 @@ void Send(evhttp_request* req, int code, const char* reason, const std::string& 
   evbuffer_free(b);
 }
 
-bool PeerIsLoopback(evhttp_request* req) {
-  evhttp_connection* c = evhttp_request_get_connection(req);
-  char* addr = nullptr;
-  ev_uint16_t port = 0;
-  evhttp_connection_get_peer(c, &addr, &port);
-  std::string a = addr ? addr : "";
-  return a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
-}
-
+// With a token configured, every request needs it, loopback included: a
+// browser on this host, any local user and a proxy all come from loopback.
+// Tokens are compared in constant time (libsodium), never with ==.
 bool Authorized(const Http& h, evhttp_request* req) {
-  if (PeerIsLoopback(req)) return true;
+  if (h.pc->cfg->http_tokens.empty()) return true;  // FinishConfig: loopback listener only
   const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
   if (!auth || std::strncmp(auth, "Bearer ", 7) != 0) return false;
-  std::string_view tok(auth + 7);
-  bool ok = false;
-  for (const auto& t : h.pc->cfg->http_tokens) {
-    if (t.size() != tok.size()) continue;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(t[i] ^ tok[i]);
-    ok |= diff == 0;
+  return proc::SecretMatches(h.pc->cfg->http_tokens, std::string_view(auth + 7));
+}
+
+bool EqNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
   }
-  return ok;
+  return true;
+}
+
+// DNS rebinding: a page from evil.example that re-resolves to 127.0.0.1
+// still sends "Host: evil.example". Accepted: the listener's own host, an
+// IP literal, "localhost", or a name listed in [listen] http_hosts — with
+// the listener's port (or none when it is 80).
+bool HostAllowed(const Http& h, evhttp_request* req) {
+  const char* hv = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+  if (!hv) return false;
+  std::string_view host(hv), port;
+  if (!host.empty() && host.front() == '[') {
+    size_t rb = host.find(']');
+    if (rb == std::string_view::npos) return false;
+    port = rb + 1 < host.size() && host[rb + 1] == ':' ? host.substr(rb + 2) : std::string_view();
+    if (rb + 1 < host.size() && host[rb + 1] != ':') return false;
+    host = host.substr(1, rb - 1);
+  } else if (size_t c = host.rfind(':'); c != std::string_view::npos) {
+    port = host.substr(c + 1);
+    host = host.substr(0, c);
+  }
+  if (port.empty() ? h.port != 80 : port != std::to_string(h.port)) return false;
+  std::string hs(host);
+  unsigned char addr[16];
+  if (inet_pton(AF_INET, hs.c_str(), addr) == 1 || inet_pton(AF_INET6, hs.c_str(), addr) == 1) return true;
+  if (EqNoCase(host, "localhost") || EqNoCase(host, h.host)) return true;
+  for (const auto& n : h.pc->cfg->http_hosts) {
+    if (EqNoCase(host, n)) return true;
+  }
+  return false;
+}
+
+// A cross-site form or fetch() without a preflight can only send
+// text/plain, form or multipart bodies: POSTs here must be JSON.
+bool JsonBody(evhttp_request* req) {
+  const char* ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+  if (!ct) return false;
+  std::string_view v(ct);
+  v = v.substr(0, v.find(';'));
+  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  return EqNoCase(v, "application/json");
 }
 
 std::string Label(const std::string& v) {
@@ -198,9 +241,17 @@ void OnRequest(evhttp_request* req, void* arg) {
 }
 
 void Serve(evhttp_request* req, Http& h) {
+  if (!HostAllowed(h, req)) {
+    Send(req, 421, "Misdirected Request", "{\"error\":\"Host does not name this listener\"}");
+    return;
+  }
   if (!Authorized(h, req)) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-    Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required off loopback\"}");
+    Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required\"}");
+    return;
+  }
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_POST && !JsonBody(req)) {
+    Send(req, 415, "Unsupported Media Type", "{\"error\":\"POST needs Content-Type: application/json\"}");
     return;
   }
   const char* uri = evhttp_request_get_uri(req);
@@ -261,7 +312,7 @@ void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registr
   std::string host;
   int port;
   if (!proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
-  auto* h = new Http{evhttp_new(base), &pc, &reg};
+  auto* h = new Http{evhttp_new(base), &pc, &reg, host, port};
   evhttp_set_max_body_size(h->http, 64 * 1024);
   evhttp_set_max_headers_size(h->http, 16 * 1024);
   evhttp_set_timeout(h->http, 10);

@@ -10,6 +10,7 @@
 #include "cache/glob.h"
 #include "mem/arena.h"
 #include "modules/resp/command.h"
+#include "proc/secret.h"
 #include "proc/log.h"
 
 namespace modules::resp {
@@ -57,18 +58,10 @@ void CmdQuit(CmdCtx& c) {
   c.conn.close_after_write = true;
 }
 
-// True when `pass` matches one of the configured secrets (rotation: any).
+// True when `pass` matches one of the configured secrets (rotation: any);
+// constant time over content and length (proc/secret.h).
 bool CheckPassword(const Env& e, std::string_view pass) {
-  bool ok = false;
-  for (const auto& s : e.cfg->resp_secrets) {
-    // Compare every secret fully: no early exit on the first byte.
-    if (s.size() == pass.size()) {
-      unsigned char diff = 0;
-      for (size_t i = 0; i < s.size(); ++i) diff |= static_cast<unsigned char>(s[i] ^ pass[i]);
-      ok |= diff == 0;
-    }
-  }
-  return ok;
+  return proc::SecretMatches(e.cfg->resp_secrets, pass);
 }
 
 // Shared by AUTH and HELLO ... AUTH. Replies on failure.
@@ -83,7 +76,11 @@ bool DoAuth(CmdCtx& c, std::string_view user, std::string_view pass, bool with_u
         "you sure your configuration is correct?");
     return false;
   }
-  if (user != "default" || !CheckPassword(c.env, pass)) {
+  bool ok = CheckPassword(c.env, pass) && user == "default";
+  // The password's bytes in the connection's input buffer are not needed
+  // again: wipe them (the argument points into the buffer or the parser).
+  proc::Wipe(const_cast<char*>(pass.data()), pass.size());
+  if (!ok) {
     c.r.Error("WRONGPASS invalid username-password pair or user is disabled.");
     return false;
   }

@@ -231,6 +231,129 @@ class CrossProtocol(Hostile):
         self.served()
 
 
+# ---- 4. the HTTP door: token on loopback too, JSON only, Host checked, secrets masked --------
+
+TOKEN = "tok-3f9a1c77"
+PASSWORD = "pw-81d2e0aa"
+
+
+class HttpDoor(Hostile):
+    def setUp(self):
+        self.http_port = free_port()
+        self.overrides = ("listen.http=127.0.0.1:%d" % self.http_port,
+                          "secrets.http=" + TOKEN, "secrets.resp=" + PASSWORD)
+        super().setUp()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.http_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+    def http(self, method, path, body=None, headers=None, host=None):
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
+        h = dict(headers or {})
+        if host is not None:
+            c.putrequest(method, path, skip_host=True)
+            c.putheader("Host", host)
+            for k, v in h.items():
+                c.putheader(k, v)
+            if body is not None:
+                c.putheader("Content-Length", str(len(body)))
+            c.endheaders(body)
+        else:
+            c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data
+
+    def mi_body(self, method, params=None):
+        req = {"jsonrpc": "2.0", "id": 1, "method": method}
+        if params is not None:
+            req["params"] = params
+        return json.dumps(req).encode()
+
+    def auth(self, extra=None):
+        h = {"Authorization": "Bearer " + TOKEN}
+        h.update(extra or {})
+        return h
+
+    def test_token_required_on_loopback(self):
+        self.assertEqual(self.http("GET", "/metrics")[0], 401)
+        self.assertEqual(self.http("GET", "/metrics", headers={"Authorization": "Bearer nope"})[0], 401)
+        self.assertEqual(self.http("GET", "/metrics", headers=self.auth())[0], 200)
+        self.assertEqual(self.http("POST", "/mi", self.mi_body("perf_set", ["k1", "v"]),
+                                   {"Content-Type": "application/json"})[0], 401)
+        self.served(PASSWORD)
+
+    def test_post_mi_needs_json(self):
+        for ct in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+            st, _ = self.http("POST", "/mi", self.mi_body("perf_set", ["xsite", "v"]),
+                              self.auth({"Content-Type": ct}))
+            self.assertEqual(st, 415, ct)
+        st, _ = self.http("POST", "/mi", self.mi_body("perf_set", ["xsite", "v"]), self.auth())
+        self.assertEqual(st, 415)  # no Content-Type at all
+        self.assertEqual(self.client(PASSWORD).call("EXISTS", "xsite"), b":0\r\n")
+        st, _ = self.http("POST", "/mi", self.mi_body("perf_set", ["ok", "v"]),
+                          self.auth({"Content-Type": "application/json; charset=utf-8"}))
+        self.assertEqual(st, 200)
+        self.assertEqual(self.client(PASSWORD).call("EXISTS", "ok"), b":1\r\n")
+
+    def test_host_checked_against_listener(self):
+        for bad in ("evil.example:%d" % self.http_port, "evil.example", "127.0.0.1:1"):
+            self.assertEqual(self.http("GET", "/metrics", headers=self.auth(), host=bad)[0], 421, bad)
+        for good in ("127.0.0.1:%d" % self.http_port, "localhost:%d" % self.http_port):
+            self.assertEqual(self.http("GET", "/metrics", headers=self.auth(), host=good)[0], 200, good)
+
+    def test_secrets_masked_everywhere(self):
+        st, body = self.http("POST", "/mi", self.mi_body("arg"), self.auth({"Content-Type": "application/json"}))
+        self.assertEqual(st, 200)
+        self.assertNotIn(TOKEN.encode(), body)
+        self.assertNotIn(PASSWORD.encode(), body)
+        self.assertIn(b"secrets.http=********", body)
+        for pid in [self.d.pid] + [int(x) for x in os.listdir("/proc") if x.isdigit() and
+                                   self._parent(int(x)) == self.d.pid]:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmd = f.read()
+            self.assertNotIn(TOKEN.encode(), cmd, pid)
+            self.assertNotIn(PASSWORD.encode(), cmd, pid)
+        self.assertNotIn(TOKEN, self.d.read_log())
+        self.assertNotIn(PASSWORD, self.d.read_log())
+        p = subprocess.run([BIN, "-E", "-o", "secrets.resp=" + PASSWORD], capture_output=True, text=True,
+                           timeout=10)
+        self.assertNotIn(PASSWORD, p.stdout)
+        p = subprocess.run([BIN, "-C", "-o", "secrets.resp=#" + PASSWORD], capture_output=True, text=True,
+                           timeout=10)
+        self.assertEqual(p.returncode, 1)
+        self.assertNotIn(PASSWORD, p.stderr)
+
+    def _parent(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return -1
+
+
+class HttpNoToken(unittest.TestCase):
+    def test_loopback_without_token_still_checks_host_and_type(self):
+        port = free_port()
+        d = Daemon(workers=1, overrides=("listen.http=127.0.0.1:%d" % port,))
+        try:
+            import http.client
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("POST", "/mi", body=b'{"jsonrpc":"2.0","id":1,"method":"kill"}',
+                      headers={"Content-Type": "text/plain"})
+            self.assertEqual(c.getresponse().status, 415)
+            c.close()
+            self.assertEqual(RawClient(d.port).call("PING"), b"+PONG\r\n")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 # ---- 5. client-output-buffer-limit, checked while a reply is built -------------------------
 
 class OutputLimits(Hostile):

@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   }
   proc::ScrubArgv(argc, argv);
   if (!proc::FinishConfig(&cfg, &err)) {
-    std::fprintf(stderr, "perfcached: %s: %s\n", cfg.source.c_str(), err.c_str());
+    std::fprintf(stderr, "perfcached: %s\n", err.c_str());  // err names FILE:LINE
     return 1;
   }
   if (dump) {

@@ -2,6 +2,9 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "proc/config.h"
 
+#include <arpa/inet.h>
+
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -158,11 +161,12 @@ const ParamSpec kParams[] = {
               [](Config& c, std::string_view v, std::string* e) { return ParseOutputLimits(v, &c, e); },
               [](const Config& c) { return FormatOutputLimits(c); }},
     STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
-    STR_ROW("mi", fifo_mode, mi_fifo_mode, "MI FIFO permissions (octal)"),
+    STR_ROW("mi", fifo_mode, mi_fifo_mode,
+            "MI FIFO permissions (octal, e.g. 0600; no setuid/setgid/sticky, not world-writable)"),
     STR_ROW("mi", fifo_user, mi_fifo_user, "MI FIFO owner (user name or uid); empty = unchanged"),
     STR_ROW("mi", fifo_group, mi_fifo_group, "MI FIFO group (name or gid); empty = the user's"),
     STR_ROW("mi", reply_dir, mi_reply_dir,
-            "directory of the clients' reply FIFOs (prefixed verbatim: keep the trailing /)"),
+            "directory of the clients' reply FIFOs"),
     STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
@@ -282,10 +286,12 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
       return false;
     }
     std::string e;
-    if (!SetKey(c, section, Trim(s.substr(0, eq)), Trim(s.substr(eq + 1)), line, &e)) {
+    std::string_view key = Trim(s.substr(0, eq));
+    if (!SetKey(c, section, key, Trim(s.substr(eq + 1)), line, &e)) {
       *err = path + ":" + std::to_string(line) + ": " + e;
       return false;
     }
+    c->origin[section + "." + std::string(key)] = path + ":" + std::to_string(line);
   }
   if (in.bad()) {
     *err = path + ": cannot read: " + std::strerror(errno);
@@ -319,6 +325,7 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
            ": " + e;
     return false;
   }
+  c->origin[section + "." + std::string(key)] = "-o " + std::string(kv.substr(0, eq));
   return true;
 }
 
@@ -421,6 +428,69 @@ bool IsLoopbackHost(std::string_view host) {
   return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
 }
 
+namespace {
+
+// "FILE:LINE: " (or "-o section.key: ", or the source) for errors found after loading.
+std::string Where(const Config& c, const std::string& key) {
+  auto it = c.origin.find(key);
+  return (it != c.origin.end() ? it->second : c.source) + ": ";
+}
+
+bool ValidCidr(const std::string& s) {
+  std::string addr = s;
+  int bits = -1;
+  if (size_t slash = s.find('/'); slash != std::string::npos) {
+    addr = s.substr(0, slash);
+    std::string_view b = std::string_view(s).substr(slash + 1);
+    auto r = std::from_chars(b.data(), b.data() + b.size(), bits);
+    if (b.empty() || r.ec != std::errc() || r.ptr != b.data() + b.size() || bits < 0) return false;
+  }
+  unsigned char buf[16];
+  if (inet_pton(AF_INET, addr.c_str(), buf) == 1) return bits <= 32;
+  if (inet_pton(AF_INET6, addr.c_str(), buf) == 1) return bits <= 128;
+  return false;
+}
+
+// A user or group: a name ([A-Za-z0-9._-], starting with a letter or '_',
+// at most 32) or a number that fits an id (below 4294967295).
+bool ValidOwner(const std::string& s) {
+  if (s.empty()) return true;
+  if (s.find_first_not_of("0123456789") == std::string::npos) {
+    unsigned long long v;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size() && v < 4294967295ull;
+  }
+  if (s.size() > 32 || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char ch : s) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseFifoMode(std::string_view s, unsigned* mode, std::string* err) {
+  unsigned m = 0;
+  bool ok = (s.size() == 3 || s.size() == 4) && s.find_first_not_of("01234567") == std::string_view::npos;
+  if (ok) {
+    for (char ch : s) m = m * 8 + static_cast<unsigned>(ch - '0');
+  }
+  if (!ok) {
+    *err = "[mi] fifo_mode: expected an octal mode like 0600 or 0660, got '" + std::string(s) + "'";
+    return false;
+  }
+  if (m & 07000) {
+    *err = "[mi] fifo_mode " + std::string(s) + ": setuid, setgid and sticky bits are refused";
+    return false;
+  }
+  if (m & 0002) {
+    *err = "[mi] fifo_mode " + std::string(s) + ": a world-writable FIFO lets any local user run MI commands";
+    return false;
+  }
+  *mode = m;
+  return true;
+}
+
 bool FinishConfig(Config* c, std::string* err) {
   if (c->collections.empty()) {
     for (int i = 0; i < c->databases; ++i) {
@@ -428,7 +498,7 @@ bool FinishConfig(Config* c, std::string* err) {
     }
   }
   if (c->arena_cap_mb != 0 && c->arena_cap_mb < c->arena_mb) {
-    *err = "[memory] arena_cap_mb (" + std::to_string(c->arena_cap_mb) +
+    *err = Where(*c, "memory.arena_cap_mb") + "[memory] arena_cap_mb (" + std::to_string(c->arena_cap_mb) +
            ") is below arena_mb (" + std::to_string(c->arena_mb) + ")";
     return false;
   }
@@ -436,28 +506,35 @@ bool FinishConfig(Config* c, std::string* err) {
   bool tier_ok = false;
   for (const char* t : kTiers) tier_ok |= c->hugepages == t;
   if (!tier_ok) {
-    *err = "[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got '" +
-           c->hugepages + "'";
+    *err = Where(*c, "memory.hugepages") +
+           "[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got '" + c->hugepages + "'";
     return false;
   }
   static const char* kLevels[] = {"error", "warning", "notice", "info", "debug"};
   bool lvl_ok = false;
   for (const char* l : kLevels) lvl_ok |= c->log_level == l;
   if (!lvl_ok) {
-    *err = "[daemon] log_level: expected error, warning, notice, info or debug, got '" +
-           c->log_level + "'";
+    *err = Where(*c, "daemon.log_level") +
+           "[daemon] log_level: expected error, warning, notice, info or debug, got '" + c->log_level + "'";
     return false;
   }
   if (!c->resp.empty()) {
     std::string host;
     int port;
     if (!ParseHostPort(c->resp, &host, &port)) {
-      *err = "[listen] resp: expected host:port, got '" + c->resp + "'";
+      *err = Where(*c, "listen.resp") + "[listen] resp: expected host:port, got '" + c->resp + "'";
       return false;
     }
     if (!IsLoopbackHost(host) && c->resp_allow.empty()) {
-      *err = "[listen] resp = " + c->resp +
+      *err = Where(*c, "listen.resp") + "[listen] resp = " + c->resp +
              " is not loopback: set resp_allow (CIDRs allowed to connect) to open it";
+      return false;
+    }
+  }
+  for (const auto& a : c->resp_allow) {
+    if (!ValidCidr(a)) {
+      *err = Where(*c, "listen.resp_allow") + "[listen] resp_allow: expected an address or CIDR "
+             "(10.0.0.0/8, 2001:db8::/32), got '" + a + "'";
       return false;
     }
   }
@@ -465,11 +542,11 @@ bool FinishConfig(Config* c, std::string* err) {
     std::string host;
     int port;
     if (!ParseHostPort(c->http, &host, &port)) {
-      *err = "[listen] http: expected host:port, got '" + c->http + "'";
+      *err = Where(*c, "listen.http") + "[listen] http: expected host:port, got '" + c->http + "'";
       return false;
     }
     if (!IsLoopbackHost(host) && c->http_tokens.empty()) {
-      *err = "[listen] http = " + c->http +
+      *err = Where(*c, "listen.http") + "[listen] http = " + c->http +
              " is not loopback: set [secrets] http (a bearer token) to open it";
       return false;
     }
@@ -479,23 +556,47 @@ bool FinishConfig(Config* c, std::string* err) {
     int db;
     std::string e;
     if (colon == std::string::npos || !ToInt(std::string_view(m).substr(0, colon), 0, 1023, &db, &e)) {
-      *err = "[listen] resp_collections: expected DB:collection, got '" + m + "'";
+      *err = Where(*c, "listen.resp_collections") + "[listen] resp_collections: expected DB:collection, got '" +
+             m + "'";
       return false;
     }
     std::string name = m.substr(colon + 1);
     bool found = false;
     for (const auto& cc : c->collections) found |= cc.name == name;
     if (!found) {
-      *err = "[listen] resp_collections: '" + m + "' names no declared collection";
+      *err = Where(*c, "listen.resp_collections") + "[listen] resp_collections: '" + m +
+             "' names no declared collection";
       return false;
     }
   }
   for (const auto& cc : c->collections) {
     if (cc.name.empty() || cc.name.size() > 63) {
-      *err = "[collection " + cc.name + "]: the name must be 1..63 characters";
+      std::string where = c->source + ": ";
+      if (cc.line) where = c->source + ":" + std::to_string(cc.line) + ": ";
+      for (const auto& [k, v] : c->origin) {
+        if (!cc.line && k.rfind("collection " + cc.name + ".", 0) == 0) where = v + ": ";
+      }
+      *err = where +
+             "[collection " + cc.name + "]: the name must be 1..63 characters";
       return false;
     }
   }
+  unsigned mode;
+  std::string e;
+  if (!ParseFifoMode(c->mi_fifo_mode, &mode, &e)) {
+    *err = Where(*c, "mi.fifo_mode") + e;
+    return false;
+  }
+  if (!ValidOwner(c->mi_fifo_user) || !ValidOwner(c->mi_fifo_group)) {
+    bool user = !ValidOwner(c->mi_fifo_user);
+    *err = Where(*c, user ? "mi.fifo_user" : "mi.fifo_group") + "[mi] " + (user ? "fifo_user" : "fifo_group") +
+           ": expected a name or a number below 4294967295, got '" +
+           (user ? c->mi_fifo_user : c->mi_fifo_group) + "'";
+    return false;
+  }
+  // reply_dir is a directory: "/tmp" means "/tmp/" (it used to be prefixed
+  // verbatim, so replies went to "/tmpNAME").
+  if (!c->mi_reply_dir.empty() && c->mi_reply_dir.back() != '/') c->mi_reply_dir += '/';
   return true;
 }
 

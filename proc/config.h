@@ -9,6 +9,7 @@
 // file:line and what was expected.
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +70,9 @@ struct Config {
   std::vector<CollectionConfig> collections;
 
   std::string source = "(embedded default)";
+  // Where each "section.key" was last set ("FILE:LINE" or "-o"), so that a
+  // check made after loading (FinishConfig) can still name it.
+  std::map<std::string, std::string> origin;
   std::vector<std::string> argv;  // the command line (MI `arg`)
 };
 
@@ -90,7 +94,12 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err);
 // Apply "section.key=value" (collections: "collection.NAME.key=value").
 bool ApplyOverride(std::string_view kv, Config* c, std::string* err);
 // Cross-field checks and derived defaults (databases -> collections, ...).
+// Errors start with where the offending key was set ("FILE:LINE: ", "-o
+// section.key: ", or the source when it was left at its default).
 bool FinishConfig(Config* c, std::string* err);
+// [mi] fifo_mode as a mode: 3 or 4 octal digits, no setuid/setgid/sticky,
+// not world-writable. False with *err otherwise.
+bool ParseFifoMode(std::string_view s, unsigned* mode, std::string* err);
 // The effective configuration as INI text, secrets masked.
 std::string DumpConfig(const Config& c);
 // --help text generated from the rows.

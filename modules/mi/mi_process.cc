@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -35,6 +36,7 @@
 #include "modules/mi/mi_module.h"
 
 #include <event2/event.h>
+#include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
 
@@ -43,13 +45,21 @@ namespace {
 
 constexpr size_t kFifoBuf = 4096;
 
-// fifo_user / fifo_group: a name or a number; a user also gives its group.
+// fifo_user / fifo_group: a name or a number (checked by FinishConfig); a
+// user also gives its group. Never throws: a bad value is logged.
+bool NumericId(const std::string& s, unsigned long* out) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && *out < 4294967295ul;
+}
+
 bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid, gid_t* gid) {
   *uid = static_cast<uid_t>(-1);
   *gid = static_cast<gid_t>(-1);
+  unsigned long id;
   if (!user.empty()) {
     const passwd* pw = getpwnam(user.c_str());
-    if (!pw && user.find_first_not_of("0123456789") == std::string::npos) pw = getpwuid(static_cast<uid_t>(std::stoul(user)));
+    if (!pw && NumericId(user, &id)) pw = getpwuid(static_cast<uid_t>(id));
     if (!pw) {
       LOG_ERR("MI FIFO: unknown fifo_user '%s'", user.c_str());
       return false;
@@ -59,7 +69,7 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
   }
   if (!group.empty()) {
     const struct group* gr = getgrnam(group.c_str());
-    if (!gr && group.find_first_not_of("0123456789") == std::string::npos) gr = getgrgid(static_cast<gid_t>(std::stoul(group)));
+    if (!gr && NumericId(group, &id)) gr = getgrgid(static_cast<gid_t>(id));
     if (!gr) {
       LOG_ERR("MI FIFO: unknown fifo_group '%s'", group.c_str());
       return false;
@@ -69,16 +79,29 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
   return true;
 }
 
-bool MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
+// Make the FIFO with exactly `mode` (umask cleared around mkfifo: no chmod
+// by path), then open it for reading without following a symlink and check
+// it is the FIFO we made; ownership is changed through that descriptor
+// (fchown), so a symlink planted at the path is never followed. Returns
+// the read descriptor, or -1.
+int MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
   std::string dir = path.substr(0, path.rfind('/'));
   if (!dir.empty()) mkdir(dir.c_str(), 0755);  // /run/perfcached: fine if it exists
   unlink(path.c_str());
-  if (mkfifo(path.c_str(), mode) != 0) {
+  mode_t old = umask(0);
+  int rc = mkfifo(path.c_str(), mode);
+  umask(old);
+  if (rc != 0) {
     LOG_ERR("MI FIFO: mkfifo %s: %s", path.c_str(), std::strerror(errno));
-    return false;
+    return -1;
   }
-  chmod(path.c_str(), mode);
-  return lstat(path.c_str(), st) == 0;
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 || fstat(fd, st) != 0 || !S_ISFIFO(st->st_mode)) {
+    LOG_ERR("MI FIFO: %s is not the FIFO just made: %s", path.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // The FIFO at `path` is still the one we made.
@@ -145,12 +168,16 @@ int OpenDatagram(const std::string& path) {
   std::memcpy(sa.sun_path, path.c_str(), path.size());
   unlink(path.c_str());
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  // The socket file is created 0660 by bind itself (umask), never chmod'ed
+  // by path afterwards (a path can be swapped for a symlink in between).
+  mode_t old = umask(0117);
+  int rc = fd < 0 ? -1 : bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  umask(old);
+  if (rc != 0) {
     LOG_ERR("MI datagram: bind %s: %s", path.c_str(), std::strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
-  chmod(path.c_str(), 0660);
   int sz = 1 << 20;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
   return fd;
@@ -209,21 +236,24 @@ void OpenFifo(MiState& st) {
   if (st.rfd >= 0) close(st.rfd);
   if (st.wfd >= 0) close(st.wfd);
   st.rfd = st.wfd = -1;
-  if (!MakeFifo(cfg.mi_fifo, st.mode, &st.made)) return;
+  st.rfd = MakeFifo(cfg.mi_fifo, st.mode, &st.made);
+  if (st.rfd < 0) return;
   uid_t uid;
   gid_t gid;
   if (!cfg.mi_fifo_user.empty() || !cfg.mi_fifo_group.empty()) {
-    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid) ||
-        chown(cfg.mi_fifo.c_str(), uid, gid) != 0) {
+    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid) || fchown(st.rfd, uid, gid) != 0) {
       LOG_ERR("MI FIFO: cannot give %s to %s:%s: %s", cfg.mi_fifo.c_str(), cfg.mi_fifo_user.c_str(),
               cfg.mi_fifo_group.c_str(), std::strerror(errno));
     }
-    lstat(cfg.mi_fifo.c_str(), &st.made);
+    fstat(st.rfd, &st.made);
   }
-  st.rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
-  if (st.rfd < 0 || st.wfd < 0) {
+  st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);  // keep a writer
+  struct stat w;
+  if (st.wfd < 0 || fstat(st.wfd, &w) != 0 || w.st_ino != st.made.st_ino || w.st_dev != st.made.st_dev) {
     LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
+    if (st.wfd >= 0) close(st.wfd);
+    close(st.rfd);
+    st.rfd = st.wfd = -1;
     return;
   }
   st.fifo_ev = event_new(st.base, st.rfd, EV_READ | EV_PERSIST, &OnFifo, &st);
@@ -363,8 +393,10 @@ void RunMi(proc::ModuleProcContext& pc) {
   st.cfg = pc.cfg;
   st.base = event_base_new();
   RegisterCommands(st.reg, pc);
-  st.mode = static_cast<mode_t>(std::strtol(pc.cfg->mi_fifo_mode.c_str(), nullptr, 8));
-  if (st.mode == 0) st.mode = 0600;
+  unsigned mode = 0600;
+  std::string merr;
+  if (!proc::ParseFifoMode(pc.cfg->mi_fifo_mode, &mode, &merr)) LOG_ERR("%s: using 0600", merr.c_str());
+  st.mode = static_cast<mode_t>(mode);
   if (!pc.cfg->mi_fifo.empty()) OpenFifo(st);
   if (!pc.cfg->mi_datagram.empty()) {
     st.dfd = OpenDatagram(pc.cfg->mi_datagram);

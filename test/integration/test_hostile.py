@@ -577,5 +577,85 @@ class MiFifo(Hostile):
         self.served()
 
 
+# ---- 8. config holes, MI expiry overflow -------------------------------------------------
+
+class ConfigHoles(unittest.TestCase):
+    def check(self, conf=None, overrides=()):
+        args = [BIN, "-C"]
+        tmp = None
+        if conf is not None:
+            import tempfile
+            fd, tmp = tempfile.mkstemp(prefix="perfcached-hostile-", suffix=".conf")
+            with os.fdopen(fd, "w") as f:
+                f.write(conf)
+            args += ["-f", tmp]
+        for o in overrides:
+            args += ["-o", o]
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=20)
+            return p.returncode, p.stderr.replace(tmp or "\0", "CONF")
+        finally:
+            if tmp:
+                os.unlink(tmp)
+
+    def test_post_load_errors_name_file_and_line(self):
+        cases = [("[daemon]\nworkers = 1\n[memory]\nhugepages = on\n", "CONF:4:"),
+                 ("[daemon]\nlog_level = loud\n", "CONF:2:"),
+                 ("[listen]\n\nresp = nowhere\n", "CONF:3:"),
+                 ("[listen]\nresp_collections = 0:nosuch\n", "CONF:2:"),
+                 ("[memory]\narena_mb = 64\narena_cap_mb = 32\n", "CONF:3:")]
+        for conf, where in cases:
+            rc, err = self.check(conf)
+            self.assertEqual(rc, 1, conf)
+            self.assertIn(where, err, conf)
+
+    def test_fifo_mode(self):
+        for bad in ("0999", "7777", "4600", "0666", "600x", ""):
+            rc, err = self.check(overrides=("mi.fifo_mode=" + bad,))
+            self.assertEqual(rc, 1, bad)
+            self.assertIn("fifo_mode", err)
+        self.assertEqual(self.check(overrides=("mi.fifo_mode=0640",))[0], 0)
+
+    def test_resp_allow_refused_by_check(self):
+        for bad in ("10.0.0.0/33", "bogus", "::1/129", "10.0.0.0/"):
+            rc, err = self.check("[listen]\nresp = 0.0.0.0:6379\nresp_allow = " + bad + "\n")
+            self.assertEqual(rc, 1, bad)
+            self.assertIn("CONF:3:", err)
+
+    def test_overlong_numeric_fifo_user(self):
+        rc, err = self.check(overrides=("mi.fifo_user=99999999999999999999999",))
+        self.assertEqual(rc, 1)
+        self.assertIn("fifo_user", err)
+
+
+class ReplyDirWithoutSlash(unittest.TestCase):
+    def test_reply_lands_in_the_directory(self):
+        d = Daemon(workers=1)
+        d.stop()
+        # Start again with reply_dir lacking its trailing slash.
+        d2 = Daemon(workers=1, overrides=("mi.reply_dir=" + d.workdir,))
+        try:
+            wait_for_path(d2.fifo)
+            rep = mi_fifo_raw(d2.fifo, d.workdir, b'{"jsonrpc":"2.0","id":"7","method":"version"}')
+            self.assertIn(b'"id":"7"', rep)
+        finally:
+            self.assertEqual(d2.stop(), 0)
+
+
+class MiExpiryOverflow(Hostile):
+    def test_ttl_and_expire_overflow_refused(self):
+        rep = self.mi("perf_set", ["k", "v", "9223372036854775"])
+        self.assertIn("error", rep)
+        self.assertEqual(self.client().call("EXISTS", "k"), b":0\r\n")
+        rep = self.mi("perf_ttl", ["*", "9223372036854775"])
+        self.assertIn("error", rep)
+        sock = os.path.join(self.d.workdir, "ev.sock")
+        rep = self.mi("event_subscribe", ["E_PERF_GROWN", "unix:" + sock, "9223372036854775807"])
+        self.assertIn("error", rep)
+        self.assertEqual(self.mi("subscribers_list")["result"]["Subscribers"], [])
+        self.assertEqual(self.mi("perf_set", ["k2", "v", "60"]).get("result"), "OK")
+        self.served()
+
+
 if __name__ == "__main__":
     unittest.main()

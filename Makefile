@@ -133,7 +133,7 @@ soak: $(SOAK_BIN)
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi
+FUZZ_TARGETS := glob resp config mi http event
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -151,6 +151,14 @@ $(BUILD)/fuzz/mi_fuzz: test/fuzz/mi_fuzz.cc mi/mi.cc mi/mi.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/mi_fuzz.cc mi/mi.cc
+$(BUILD)/fuzz/http_fuzz: test/fuzz/http_fuzz.cc modules/mi/http_checks.cc modules/mi/http_checks.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/http_fuzz.cc modules/mi/http_checks.cc
+$(BUILD)/fuzz/event_fuzz: test/fuzz/event_fuzz.cc modules/resp/event_decode.cc modules/resp/event_decode.h mi/mi.cc mi/mi.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/event_fuzz.cc modules/resp/event_decode.cc mi/mi.cc
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

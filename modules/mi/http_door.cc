@@ -11,9 +11,6 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <arpa/inet.h>
-
-#include <cctype>
 
 #include <cstring>
 #include <exception>
@@ -21,6 +18,7 @@
 
 #include "cache/table.h"
 #include "mem/arena.h"
+#include "modules/mi/http_checks.h"
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
 #include "proc/config.h"
@@ -55,58 +53,25 @@ void Send(evhttp_request* req, int code, const char* reason, const std::string& 
 bool Authorized(const Http& h, evhttp_request* req) {
   if (h.pc->cfg->http_tokens.empty()) return true;  // FinishConfig: loopback listener only
   const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-  if (!auth || std::strncmp(auth, "Bearer ", 7) != 0) return false;
-  return proc::SecretMatches(h.pc->cfg->http_tokens, std::string_view(auth + 7));
-}
-
-bool EqNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
+  std::string_view tok;
+  if (!auth || !BearerToken(auth, &tok)) return false;
+  bool ok = proc::SecretMatches(h.pc->cfg->http_tokens, tok);
+  proc::Wipe(const_cast<char*>(auth), std::strlen(auth));  // libevent's copy of the header
+  return ok;
 }
 
 // DNS rebinding: a page from evil.example that re-resolves to 127.0.0.1
-// still sends "Host: evil.example". Accepted: the listener's own host, an
-// IP literal, "localhost", or a name listed in [listen] http_hosts — with
-// the listener's port (or none when it is 80).
+// still sends "Host: evil.example" (http_checks.h says what is accepted).
 bool HostAllowed(const Http& h, evhttp_request* req) {
   const char* hv = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-  if (!hv) return false;
-  std::string_view host(hv), port;
-  if (!host.empty() && host.front() == '[') {
-    size_t rb = host.find(']');
-    if (rb == std::string_view::npos) return false;
-    port = rb + 1 < host.size() && host[rb + 1] == ':' ? host.substr(rb + 2) : std::string_view();
-    if (rb + 1 < host.size() && host[rb + 1] != ':') return false;
-    host = host.substr(1, rb - 1);
-  } else if (size_t c = host.rfind(':'); c != std::string_view::npos) {
-    port = host.substr(c + 1);
-    host = host.substr(0, c);
-  }
-  if (port.empty() ? h.port != 80 : port != std::to_string(h.port)) return false;
-  std::string hs(host);
-  unsigned char addr[16];
-  if (inet_pton(AF_INET, hs.c_str(), addr) == 1 || inet_pton(AF_INET6, hs.c_str(), addr) == 1) return true;
-  if (EqNoCase(host, "localhost") || EqNoCase(host, h.host)) return true;
-  for (const auto& n : h.pc->cfg->http_hosts) {
-    if (EqNoCase(host, n)) return true;
-  }
-  return false;
+  return hv && HostHeaderAllowed(hv, h.host, h.port, h.pc->cfg->http_hosts);
 }
 
 // A cross-site form or fetch() without a preflight can only send
 // text/plain, form or multipart bodies: POSTs here must be JSON.
 bool JsonBody(evhttp_request* req) {
   const char* ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-  if (!ct) return false;
-  std::string_view v(ct);
-  v = v.substr(0, v.find(';'));
-  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-  return EqNoCase(v, "application/json");
+  return ct && IsJsonContentType(ct);
 }
 
 std::string Label(const std::string& v) {

@@ -657,5 +657,194 @@ class MiExpiryOverflow(Hostile):
         self.served()
 
 
+# ---- attacks that already held before issue 8, kept under the same three checks ----------
+
+class AlreadyHeld(Hostile):
+    overrides = ("secrets.resp=" + PASSWORD, "memory.arena_mb=64")
+
+    def test_resp_parser_errors(self):
+        cases = [(b"*1\r\n$-5\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
+                 (b"*abc\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
+                 (b"*1\r\nx\r\n", b"-ERR Protocol error: expected '$', got 'x'\r\n"),
+                 (b'GET "unbalanced\r\n', b"-ERR Protocol error: unbalanced quotes in request\r\n"),
+                 (b"x" * 70000, b"-ERR Protocol error: too big inline request\r\n")]
+        for data, want in cases:
+            c = self.client()
+            c.send_raw(data)
+            self.assertEqual(c.read_reply(), want)
+            self.assertTrue(c.closed())
+        self.bounded()
+        self.served(PASSWORD)
+
+    def test_wrong_passwords(self):
+        c = self.client()
+        for i in range(200):
+            self.assertTrue(c.call("AUTH", "guess%d" % i).startswith(b"-WRONGPASS"))
+        self.assertTrue(c.call("SET", "k", "v").startswith(b"-NOAUTH"))
+        self.served(PASSWORD)
+
+    def test_keys_glob_does_not_stall_others(self):
+        c = self.client(PASSWORD)
+        for i in range(0, 20000, 1000):
+            c.send_raw(b"".join(encode("SET", "a" * 40 + str(j), "v") for j in range(i, i + 1000)))
+            for _ in range(1000):
+                c.read_reply()
+        slow = self.client(PASSWORD)
+        slow.send_raw(encode("KEYS", "*a*a*a*a*a*a*a*a*a*a*a*a*b"))
+        t = time.time()
+        self.served(PASSWORD)
+        self.assertLess(time.time() - t, 5)
+        self.assertEqual(slow.read_reply(), b"*0\r\n")
+        self.bounded()
+
+    def test_client_that_never_reads(self):
+        c = self.client(PASSWORD)
+        self.assertEqual(c.call("SET", "big", b"x" * (1 << 20)), b"+OK\r\n")
+        s = socket.create_connection(("127.0.0.1", self.d.port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(encode("AUTH", PASSWORD) + encode("GET", "big") * 200)  # 200 MiB of replies
+        time.sleep(1.5)
+        self.bounded()
+        self.served(PASSWORD)
+        s.close()
+
+    def test_many_idle_connections(self):
+        socks = [socket.create_connection(("127.0.0.1", self.d.port), timeout=10) for _ in range(2000)]
+        try:
+            self.served(PASSWORD)
+            self.bounded()
+        finally:
+            for s in socks:
+                s.close()
+
+    def test_full_arena(self):
+        c = self.client(PASSWORD)
+        oom = False
+        for i in range(200):
+            r = c.call("SET", "fill%d" % i, b"x" * (1 << 20))
+            if r.startswith(b"-OOM"):
+                oom = True
+                break
+        self.assertTrue(oom, "a 64 MiB arena took 200 MiB")
+        self.assertEqual(c.call("STRLEN", "fill0"), b":1048576\r\n")
+        self.assertEqual(c.call("DEL", "fill0"), b":1\r\n")
+        self.bounded()
+        self.served(PASSWORD)
+
+    def test_worker_killed_under_load(self):
+        stop = threading.Event()
+        errors = []
+
+        def load():
+            while not stop.is_set():
+                try:
+                    w = RawClient(self.d.port, timeout=5)
+                    w.call("AUTH", PASSWORD)
+                    for i in range(500):
+                        if stop.is_set():
+                            break
+                        w.call("SET", "load%d" % i, "v")
+                    w.close()
+                except (OSError, ConnectionError) as e:
+                    errors.append(e)
+                    time.sleep(0.05)
+
+        t = threading.Thread(target=load)
+        t.start()
+        try:
+            time.sleep(0.5)
+            before = self.d.worker_pids()
+            os.kill(before[0], 9)
+            deadline = time.time() + 10
+            while time.time() < deadline and (not self.d.worker_pids() or
+                                               self.d.worker_pids() == before):
+                time.sleep(0.1)
+            self.assertNotEqual(self.d.worker_pids(), before)
+            time.sleep(0.5)
+            self.served(PASSWORD)
+        finally:
+            stop.set()
+            t.join(timeout=20)
+        self.bounded()
+
+
+class KilledWorkerGivesBackItsClients(unittest.TestCase):
+    def test_maxclients_after_kill(self):
+        d = Daemon(workers=1, overrides=("listen.maxclients=10",))
+        try:
+            held = [RawClient(d.port) for _ in range(10)]
+            self.assertEqual([c.call("PING") for c in held], [b"+PONG\r\n"] * 10)
+            before = d.worker_pids()
+            os.kill(before[0], 9)
+            deadline = time.time() + 10
+            while time.time() < deadline and (not d.worker_pids() or d.worker_pids() == before):
+                time.sleep(0.1)
+            time.sleep(0.3)
+            for c in held:
+                c.close()
+            again = [RawClient(d.port) for _ in range(10)]
+            self.assertEqual([c.call("PING") for c in again], [b"+PONG\r\n"] * 10)
+            for c in again:
+                c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class SlowHttpClients(Hostile):
+    def setUp(self):
+        self.http_port = free_port()
+        self.overrides = ("listen.http=127.0.0.1:%d" % self.http_port,)
+        super().setUp()
+
+    def test_slowloris_does_not_block_the_door(self):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.http_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        slow = []
+        for _ in range(50):
+            s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")
+            slow.append(s)
+        try:
+            import http.client
+            t = time.time()
+            c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=5)
+            c.request("GET", "/metrics")
+            self.assertEqual(c.getresponse().status, 200)
+            c.close()
+            self.assertLess(time.time() - t, 3)
+            self.served()
+        finally:
+            for s in slow:
+                s.close()
+
+
+try:
+    import test_process  # not "from ... import": the loader would run AllowList twice
+
+    class RespAllowFromNamespace(test_process.AllowList):
+        """resp_allow from a network namespace the test creates (refused peer closed, others served)."""
+        test_http_token_off_loopback = None
+        test_allowed_and_refused = None
+
+        def test_refused_peer_and_bystander(self):
+            d = Daemon(workers=1, host=self.HOST, overrides=("listen.resp_allow=%s/32" % self.HOST,))
+            try:
+                self.assertNotEqual(self.ping_from_ns(d.port), "PONG")  # the peer is refused
+                r = subprocess.run(["redis-cli", "-h", self.HOST, "-p", str(d.port), "PING"],
+                                   capture_output=True, text=True, timeout=15)
+                self.assertEqual(r.stdout.strip(), "PONG")  # an allowed client is served
+                for p in d.worker_pids():
+                    self.assertLess(rss_kb(p), RSS_BOUND_KB)
+            finally:
+                self.assertEqual(d.stop(), 0)
+except ImportError:  # pragma: no cover
+    pass
+
+
 if __name__ == "__main__":
     unittest.main()

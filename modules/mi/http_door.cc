@@ -141,6 +141,10 @@ std::string Metrics(proc::ModuleProcContext& pc) {
       {"perfcached_resp_errors_total", proc::kDoorErrors, "RESP error replies."},
       {"perfcached_resp_bytes_in_total", proc::kDoorBytesIn, "Bytes read from RESP clients."},
       {"perfcached_resp_bytes_out_total", proc::kDoorBytesOut, "Bytes written to RESP clients."},
+      {"perfcached_resp_output_limit_disconnections_total", proc::kDoorOutputLimit,
+       "RESP clients closed over client-output-buffer-limit."},
+      {"perfcached_resp_query_limit_disconnections_total", proc::kDoorQueryLimit,
+       "RESP clients closed over client-query-buffer-limit."},
   };
   Metric(&o, "perfcached_resp_connections", "gauge", "Open RESP connections.");
   o += "perfcached_resp_connections " + std::to_string(proc::DoorSum(pt, proc::kDoorOpen)) + "\n";

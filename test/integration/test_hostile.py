@@ -19,6 +19,8 @@ from harness import (BIN, Daemon, RawClient, encode, free_port, mi_datagram_raw,
                      wait_for_path)
 
 RSS_BOUND_KB = 256 * 1024  # a worker above 256 MiB RSS has been made to hold an attacker's input
+if "asan" in BIN:  # check-asan: the sanitizer's shadow memory and quarantine come on top
+    RSS_BOUND_KB *= 2
 
 
 def rss_kb(pid):

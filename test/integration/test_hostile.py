@@ -426,6 +426,21 @@ class OutputLimits(Hostile):
         self.assertEqual(len(self.client().call("MGET", *keys[:3])), 3 * ((1 << 20) + 12) + 4)
         self.served()
 
+    def test_keys_reply_counts_while_collected(self):
+        c = self.client()
+        self.assertEqual(c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0"),
+                         b"+OK\r\n")
+        time.sleep(0.3)
+        for i in range(0, 40000, 2000):
+            c.send_raw(b"".join(encode("SET", "k" * 40 + str(j), "v") for j in range(i, i + 2000)))
+            for _ in range(2000):
+                c.read_reply()
+        k = self.client()
+        k.send_raw(encode("KEYS", "*"))  # about 2.3 MB of reply
+        self.assertTrue(k.closed())
+        self.assertEqual(self.stat("client_output_buffer_limit_disconnections"), 1)
+        self.served()
+
     def test_soft_limit_with_seconds(self):
         c = self.client()
         self.assertEqual(c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 0 2mb 1"),

@@ -281,6 +281,100 @@ bool AlreadyBroken(std::string_view json) {
 
 }  // namespace
 
+namespace {
+
+bool NameChar(char ch) {
+  return ch != ':' && ch != '.' && ch != '/' && ch != '\\' && ch != '"' && ch != '{' &&
+         ch != '}' && ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t';
+}
+
+// Is there a frame start ":name:" + blanks + '{' at buf[q]?
+bool FrameStartAt(std::string_view buf, size_t q) {
+  if (buf[q] != ':') return false;
+  size_t k = q + 1;
+  while (k < buf.size() && k - q <= 101 && NameChar(buf[k])) ++k;
+  if (k >= buf.size() || buf[k] != ':') return false;
+  ++k;
+  while (k < buf.size() && (buf[k] == ' ' || buf[k] == '\n' || buf[k] == '\t')) ++k;
+  return k < buf.size() && buf[k] == '{';
+}
+
+// The first place after `from` where another frame starts inside an
+// unfinished request. Outside a JSON string, ":name:{" can never continue
+// a JSON value; inside one, ':name:{"' closes the string and what follows
+// cannot continue it either, so both end the unfinished request.
+size_t NextFrameStart(std::string_view buf, size_t from) {
+  bool in_str = false;
+  for (size_t k = from; k < buf.size(); ++k) {
+    char ch = buf[k];
+    if (in_str) {
+      if (ch == '\\') {
+        ++k;
+      } else if (ch == '"') {
+        in_str = false;
+      } else if (ch == ':' && FrameStartAt(buf, k)) {
+        size_t brace = buf.find('{', k);
+        if (brace + 1 < buf.size() && buf[brace + 1] == '"') return k;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_str = true;
+    } else if (ch == ':' && FrameStartAt(buf, k)) {
+      return k;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+size_t JsonScanner::Feed(std::string_view s) {
+  for (size_t k = 0; k < s.size(); ++k) {
+    char ch = s[k];
+    if (esc) {
+      esc = false;
+    } else if (in_str) {
+      if (ch == '\\') {
+        esc = true;
+      } else if (ch == '"') {
+        in_str = false;
+      }
+    } else if (ch == '"') {
+      in_str = true;
+    } else if (ch == '{' || ch == '[') {
+      ++depth;
+    } else if (ch == '}' || ch == ']') {
+      if (--depth <= 0) {
+        depth = 0;
+        return k + 1;
+      }
+    }
+  }
+  return std::string_view::npos;
+}
+
+bool HeldReplyName(std::string_view buf, std::string* name) {
+  size_t i = 0;
+  while (i < buf.size() && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) ++i;
+  if (i >= buf.size() || buf[i] != ':') return false;
+  size_t colon = buf.find(':', i + 1);
+  if (colon == std::string_view::npos) return false;
+  *name = std::string(buf.substr(i + 1, colon - i - 1));
+  return true;
+}
+
+size_t FrameJsonStart(std::string_view buf) {
+  size_t i = 0;
+  while (i < buf.size() && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) ++i;
+  if (i >= buf.size() || buf[i] != ':') return std::string_view::npos;
+  size_t colon = buf.find(':', i + 1);
+  if (colon == std::string_view::npos) return std::string_view::npos;
+  size_t js = colon + 1;
+  while (js < buf.size() && (buf[js] == ' ' || buf[js] == '\n' || buf[js] == '\t')) ++js;
+  return js;
+}
+
 FrameResult ParseFifoFrame(std::string_view buf, size_t* pos, Frame* out) {
   size_t i = *pos;
   while (i < buf.size() && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) ++i;
@@ -310,11 +404,17 @@ FrameResult ParseFifoFrame(std::string_view buf, size_t* pos, Frame* out) {
   bool garbage;
   size_t end = JsonEnd(buf, js, &garbage);
   if (end == std::string_view::npos && !garbage) {
-    // Unfinished, or already wrong ("{not json")? A wrong one is answered
-    // now (-32700) instead of swallowing the requests that follow it; it
-    // takes the rest of this read with it.
-    if (!AlreadyBroken(buf.substr(js))) return FrameResult::kNeedMore;
-    *pos = buf.size();
+    // Unfinished, or already wrong ("{not json")? Either way it ends where
+    // the next frame starts: it is answered (-32700) and the next request
+    // is served. A wrong one with no frame after it takes the rest of this
+    // read with it; an unfinished one is held for more bytes.
+    size_t next = NextFrameStart(buf, js);
+    if (next != std::string_view::npos) {
+      *pos = next;
+    } else {
+      if (!AlreadyBroken(buf.substr(js))) return FrameResult::kNeedMore;
+      *pos = buf.size();
+    }
     return ValidReplyName(out->reply_name) ? FrameResult::kBadJson : FrameResult::kBadName;
   }
   bool name_ok = ValidReplyName(out->reply_name);

@@ -114,7 +114,27 @@ struct Frame {
   std::string reply_name;  // empty = no reply wanted
   Json request;            // valid for kRequest
 };
+//
+// A request whose JSON is unfinished is held (kNeedMore) only until the
+// start of another frame shows up after it (":name:{" at a place where the
+// unfinished JSON cannot continue): then it is answered as kBadJson /
+// kBadName and parsing goes on at that frame. The caller also bounds the
+// time a request is held (modules/mi/mi_process.cc).
 FrameResult ParseFifoFrame(std::string_view buf, size_t* pos, Frame* out);
+// The reply name of the (unfinished) frame at the start of buf, if any.
+bool HeldReplyName(std::string_view buf, std::string* name);
+// Where the JSON of the frame at the start of buf begins (npos: not known yet).
+size_t FrameJsonStart(std::string_view buf);
+
+// Follows one JSON value through its bytes without keeping them: used to
+// skip the rest of a request too large to hold. Feed() returns how many
+// bytes of s belong to the value when its end is in s, else npos (all of s
+// belongs to it).
+struct JsonScanner {
+  int depth = 0;
+  bool in_str = false, esc = false;
+  size_t Feed(std::string_view s);
+};
 // A reply basename is refused if it contains '.', '/' or '\\' (or is too long).
 bool ValidReplyName(std::string_view name);
 

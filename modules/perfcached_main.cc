@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
+#include "proc/secret.h"
 
 namespace {
 
@@ -45,33 +47,45 @@ struct Door {
   event* event_ev = nullptr;
 };
 
-// Events for this worker's pub/sub subscribers arrive on an abstract
-// datagram socket named after the supervisor and the rank.
+// Events for this worker's pub/sub subscribers arrive on the read end of
+// the socketpair the supervisor made for this rank before forking (see
+// proc/events.h): only the daemon's processes can write to it. The bytes
+// are still parsed as untrusted input, and nothing thrown leaves the
+// callback.
 void OnEventDatagram(evutil_socket_t fd, short, void* arg) {
   auto* d = static_cast<Door*>(arg);
-  char buf[65536];
+  static char buf[65536];
   for (int i = 0; i < 64; ++i) {
     ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n <= 0) return;
-    modules::resp::PubSubDeliver(d->env, std::string_view(buf, static_cast<size_t>(n)));
+    try {
+      modules::resp::PubSubDeliver(d->env, std::string_view(buf, static_cast<size_t>(n)));
+    } catch (const std::exception& e) {
+      LOG_WARN("event datagram dropped: %s", e.what());
+    }
   }
 }
 
-void OpenEventSocket(Door* d, event_base* base, int rank) {
-  std::string name = "perfcached." + std::to_string(getppid()) + "." + std::to_string(rank);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path + 1, name.data(), name.size());
-  socklen_t sl = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sl) != 0) {
-    if (fd >= 0) close(fd);
-    return;
-  }
+void OpenEventChannel(Door* d, event_base* base, int fd, int rank) {
+  if (fd < 0) return;
   d->event_fd = fd;
-  d->env.event_socket = "unix:@" + name;
+  d->env.event_rank = rank;
   d->event_ev = event_new(base, fd, EV_READ | EV_PERSIST, &OnEventDatagram, d);
   event_add(d->event_ev, nullptr);
+}
+
+// CONFIG SET proto-max-bulk-len / client-query-buffer-limit /
+// client-output-buffer-limit: stored in the process table by any worker,
+// applied by each on its tick.
+void ApplyLiveLimits(const proc::ProcTable& pt, size_t* max_bulk, size_t* query_buf,
+                     net::OutputLimit* output) {
+  *max_bulk = static_cast<size_t>(pt.live_proto_max_bulk.load());
+  *query_buf = static_cast<size_t>(pt.live_query_buf.load());
+  for (int k = 0; k < net::kOutputClasses; ++k) {
+    output[k].hard = static_cast<size_t>(pt.live_output[k][0].load());
+    output[k].soft = static_cast<size_t>(pt.live_output[k][1].load());
+    output[k].soft_s = static_cast<int>(pt.live_output[k][2].load());
+  }
 }
 
 void* WorkerInit(proc::WorkerContext& wc) {
@@ -83,13 +97,15 @@ void* WorkerInit(proc::WorkerContext& wc) {
   modules::resp::InitEnv(d->env);
   if (wc.listen_fd >= 0) {
     net::ServerOptions so;
-    int nworkers = static_cast<int>(wc.procs->count) - 2;
-    so.maxclients = (wc.cfg->maxclients + nworkers - 1) / (nworkers > 0 ? nworkers : 1);
+    // maxclients is for the whole daemon: a counter in the process table,
+    // shared by every worker (never a per-worker split).
+    so.maxclients = wc.cfg->maxclients;
+    so.clients = &wc.procs->clients;
     so.timeout_s = wc.cfg->timeout;
-    so.limits.max_bulk = static_cast<size_t>(wc.cfg->max_value_mb) << 20;
+    ApplyLiveLimits(*wc.procs, &so.limits.max_bulk, &so.query_buf_max, so.output);
     for (const auto& c : wc.cfg->resp_allow) {
       net::Cidr cidr;
-      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);
+      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);  // FinishConfig refused bad ones
     }
     so.require_allow = true;
     so.auth_required = !wc.cfg->resp_secrets.empty();
@@ -102,7 +118,7 @@ void* WorkerInit(proc::WorkerContext& wc) {
                                 [dp](net::Conn& c) { modules::resp::Dispatch(dp->env, c); },
                                 wc.self->door);
     d->env.server = d->server;
-    OpenEventSocket(d, wc.base, wc.rank);
+    OpenEventChannel(d, wc.base, wc.event_fd, wc.rank);
   }
   return d;
 }
@@ -143,20 +159,30 @@ int main(int argc, char** argv) {
     return 1;
   }
   proc::Config cfg;
-  cfg.argv.assign(argv, argv + argc);
+  // MI `arg` shows the command line with secret values masked; then the
+  // values are overwritten in our own argv, so ps and /proc/PID/cmdline
+  // never show them (better: keep [secrets] in a 0600 file given with -f).
+  for (int i = 0; i < argc; ++i) cfg.argv.push_back(proc::MaskSecretArg(argv[i]));
+  if (!proc::SecretsInit()) {
+    std::fprintf(stderr, "perfcached: libsodium cannot start\n");
+    return 1;
+  }
   std::string err;
   if (!file.empty() && !proc::LoadConfigFile(file, &cfg, &err)) {
     std::fprintf(stderr, "perfcached: %s\n", err.c_str());
     return 1;
   }
-  for (const auto& o : overrides) {
-    if (!proc::ApplyOverride(o, &cfg, &err)) {
+  for (auto& o : overrides) {
+    bool ok = proc::ApplyOverride(o, &cfg, &err);
+    proc::Wipe(o.data(), o.size());  // our copy of a secret override
+    if (!ok) {
       std::fprintf(stderr, "perfcached: %s\n", err.c_str());
       return 1;
     }
   }
+  proc::ScrubArgv(argc, argv);
   if (!proc::FinishConfig(&cfg, &err)) {
-    std::fprintf(stderr, "perfcached: %s: %s\n", cfg.source.c_str(), err.c_str());
+    std::fprintf(stderr, "perfcached: %s\n", err.c_str());  // err names FILE:LINE
     return 1;
   }
   if (dump) {
@@ -190,7 +216,12 @@ int main(int argc, char** argv) {
     auto* d = static_cast<Door*>(p);
     if (!d->server) return;
     d->server->set_timeout(d->env.procs->live_timeout.load());
+    size_t max_bulk, query_buf;
+    net::OutputLimit output[net::kOutputClasses];
+    ApplyLiveLimits(*d->env.procs, &max_bulk, &query_buf, output);
+    d->server->set_limits(max_bulk, query_buf, output);
     d->server->CloseIdle(now);
+    d->server->CheckOutputLimits(now);
   };
   hooks.destroy = [](void* p) {
     auto* d = static_cast<Door*>(p);

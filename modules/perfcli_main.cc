@@ -4,8 +4,8 @@
 //   perfcli mi CMD [value ...]          positional params (sent as strings, as opensips-cli does)
 //   perfcli mi CMD name=value ...       named params
 //   options: --fifo PATH (default /run/perfcached/perfcached_fifo), --reply-dir DIR (/tmp/),
-//            --datagram PATH, --http URL (http://host:port, POST /mi; --token T for the
-//            bearer token off loopback), -r (raw one-line JSON), -t SECONDS (timeout, default 5)
+//            --datagram PATH, --http URL (http://host:port, POST /mi; --token T or
+//            PERFCACHED_TOKEN in the environment: the bearer token), -r (raw one-line JSON), -t SECONDS (timeout, default 5)
 // Exit 0 with the result on stdout; 1 with the JSON-RPC error on stderr; 2
 // when the daemon cannot be reached or does not answer in time.
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -196,7 +197,10 @@ int main(int argc, char** argv) {
     else if (a == "--reply-dir" && i + 1 < argc) reply_dir = argv[++i];
     else if (a == "--datagram" && i + 1 < argc) dgram = argv[++i];
     else if (a == "--http" && i + 1 < argc) http_url = argv[++i];
-    else if (a == "--token" && i + 1 < argc) token = argv[++i];
+    else if (a == "--token" && i + 1 < argc) {
+      token = argv[++i];
+      std::memset(argv[i], '*', std::strlen(argv[i]));  // not for ps to show
+    }
     else if (a == "-r") raw = true;
     else if (a == "-t" && i + 1 < argc) timeout_s = std::atoi(argv[++i]);
     else if (a == "-h" || a == "--help") {
@@ -230,6 +234,7 @@ int main(int argc, char** argv) {
   }
   Json req{{"jsonrpc", "2.0"}, {"id", std::to_string(getpid() % 32768)}, {"method", cmd}, {"params", params}};
   std::string body = req.dump(), out, err;
+  if (token.empty() && std::getenv("PERFCACHED_TOKEN")) token = std::getenv("PERFCACHED_TOKEN");
   bool ok = !http_url.empty() ? ViaHttp(http_url, token, body, timeout_s * 1000, &out, &err)
             : !dgram.empty()  ? ViaDatagram(dgram, body, timeout_s * 1000, &out, &err)
                               : ViaFifo(fifo, reply_dir, body, timeout_s * 1000, &out, &err);

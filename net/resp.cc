@@ -41,6 +41,12 @@ void RespParser::Reset() {
   scan_ = 0;
 }
 
+size_t RespParser::table_bytes() const {
+  size_t n = args_.capacity() * sizeof(Arg) + inline_args_.capacity() * sizeof(std::string);
+  for (const auto& a : inline_args_) n += a.capacity();
+  return n;
+}
+
 RespParser::Result RespParser::Fail(const std::string& msg) {
   error_ = "Protocol error: " + msg;
   return Result::kError;
@@ -68,6 +74,9 @@ RespParser::Result RespParser::Parse(const char* buf, size_t len, size_t* pos) {
     if (!ParseLen(buf + start + 1, static_cast<size_t>(nl - (buf + start + 1)), &n) ||
         n > static_cast<long long>(lim_.max_args)) {
       return Fail("invalid multibulk length");
+    }
+    if (unauth_ && n > static_cast<long long>(kUnauthMaxArgs)) {
+      return Fail("unauthenticated multibulk length");
     }
     size_t after = static_cast<size_t>(nl - buf) + 2;
     if (n <= 0) {
@@ -100,6 +109,9 @@ RespParser::Result RespParser::Parse(const char* buf, size_t len, size_t* pos) {
       if (!ParseLen(buf + at + 1, static_cast<size_t>(nl - (buf + at + 1)), &bl) || bl < 0 ||
           static_cast<unsigned long long>(bl) > lim_.max_bulk) {
         return Fail("invalid bulk length");
+      }
+      if (unauth_ && static_cast<unsigned long long>(bl) > kUnauthMaxBulk) {
+        return Fail("unauthenticated bulk length");
       }
       bulk_len_ = bl;
       scan_ = static_cast<size_t>(nl - buf) + 2 - start;
@@ -207,12 +219,14 @@ bool SplitInline(std::string_view line, std::vector<std::string>* out) {
 }
 
 void Reply::Simple(std::string_view s) {
+  if (!Room(s.size() + 3)) return;
   out_->push_back('+');
   out_->append(s);
   out_->append("\r\n", 2);
 }
 
 void Reply::Error(std::string_view s) {
+  if (!Room(s.size() + 3)) return;
   out_->push_back('-');
   // An error line may not contain CR/LF (Redis replaces them with spaces).
   size_t at = out_->size();
@@ -236,19 +250,33 @@ void AppendLine(std::string* out, char prefix, T v) {
 }
 }  // namespace
 
-void Reply::Int(long long v) { AppendLine(out_, ':', v); }
-void Reply::BulkHeader(size_t n) { AppendLine(out_, '$', n); }
+void Reply::Int(long long v) {
+  if (Room(24)) AppendLine(out_, ':', v);
+}
+void Reply::BulkHeader(size_t n) {
+  // The caller appends the n bytes itself (one value, at most
+  // proto-max-bulk-len): noted as over the cap, still made consistent.
+  (void)Room(n + 24);
+  AppendLine(out_, '$', n);
+}
 
 void Reply::Bulk(std::string_view s) {
-  BulkHeader(s.size());
+  if (!Room(s.size() + 24)) return;
+  AppendLine(out_, '$', s.size());
   out_->append(s);
   out_->append("\r\n", 2);
 }
 
-void Reply::Null() { out_->append("$-1\r\n", 5); }
-void Reply::NullArray() { out_->append("*-1\r\n", 5); }
+void Reply::Null() {
+  if (Room(5)) out_->append("$-1\r\n", 5);
+}
+void Reply::NullArray() {
+  if (Room(5)) out_->append("*-1\r\n", 5);
+}
 
-void Reply::Array(size_t n) { AppendLine(out_, '*', n); }
+void Reply::Array(size_t n) {
+  if (Room(24)) AppendLine(out_, '*', n);
+}
 
 void Reply::Double(double d) {
   char b[512];  // "%.17Lf" of DBL_MAX is 328 characters

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,12 @@ struct RespLimits {
   size_t max_args = 2147483647;       // multibulk count limit (INT_MAX, as Redis)
   size_t max_inline = 64 * 1024;      // PROTO_INLINE_MAX_SIZE
 };
+
+// Before AUTH (when a password is set) Redis 7 refuses bigger frames than
+// these (the CVE-2021-32675 fix): an unauthenticated client cannot make
+// the server hold more than a few KiB for it.
+inline constexpr size_t kUnauthMaxBulk = 16 * 1024;
+inline constexpr size_t kUnauthMaxArgs = 10;
 
 class RespParser {
  public:
@@ -54,12 +61,19 @@ class RespParser {
   // Bytes the parser still needs for the current bulk (a hint for reads).
   size_t bulk_remaining() const { return bulk_len_ >= 0 ? static_cast<size_t>(bulk_len_) + 2 : 0; }
   void Reset();
+  void set_limits(const RespLimits& l) { lim_ = l; }
+  // Unauthenticated: kUnauthMaxBulk / kUnauthMaxArgs apply (Redis 7 texts).
+  void set_unauthenticated(bool u) { unauth_ = u; }
+  // Memory the parsed argument table holds (counted against
+  // client-query-buffer-limit together with the unparsed input).
+  size_t table_bytes() const;
 
  private:
   Result ParseInline(const char* buf, size_t len, size_t* pos);
   Result Fail(const std::string& msg);
 
   RespLimits lim_;
+  bool unauth_ = false;
   std::vector<Arg> args_;
   std::vector<std::string> inline_args_;
   bool inline_ = false;
@@ -75,10 +89,15 @@ class RespParser {
 // \n \r \t \b \a \\ \" \xHH escapes, '...' with \'. False on unbalanced quotes.
 bool SplitInline(std::string_view line, std::vector<std::string>* out);
 
-// RESP2 reply builder appending to a std::string.
+// RESP2 reply builder appending to a std::string. With a cap (the
+// client-output-buffer-limit of the connection), an append that would take
+// the string past it is not made and over() turns true: a reply that
+// would be too big (MGET of many big keys) stops growing while it is built;
+// the server then closes the connection.
 class Reply {
  public:
-  explicit Reply(std::string* out) : out_(out) {}
+  explicit Reply(std::string* out, size_t cap = SIZE_MAX) : out_(out), cap_(cap) {}
+  bool over() const { return out_->size() > cap_ || over_; }
   void Simple(std::string_view s);        // +OK
   void Error(std::string_view s);         // -ERR ... (s includes the code word)
   void Int(long long v);                  // :1
@@ -87,7 +106,9 @@ class Reply {
   void NullArray();                       // *-1
   void Array(size_t n);                   // *n header
   void Double(double d);                  // as bulk, Redis %.17g formatting
-  void Raw(std::string_view s) { out_->append(s); }
+  void Raw(std::string_view s) {
+    if (Room(s.size())) out_->append(s);
+  }
   std::string* out() { return out_; }
   // Start a bulk of known length; the caller appends exactly n bytes, then
   // calls EndBulk(). Used to copy values straight from the table.
@@ -95,7 +116,14 @@ class Reply {
   void EndBulk() { out_->append("\r\n", 2); }
 
  private:
+  bool Room(size_t n) {
+    if (out_->size() + n <= cap_) return true;
+    over_ = true;
+    return false;
+  }
   std::string* out_;
+  size_t cap_;
+  bool over_ = false;
 };
 
 }  // namespace net

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <exception>
 
 namespace net {
 namespace {
@@ -157,12 +158,54 @@ void Server::ForEach(const std::function<void(const Conn&)>& fn) const {
 }
 
 void Server::Push(Conn& c, std::string_view bytes) {
-  if (c.pending() + bytes.size() > kPubSubMax) {
-    Close(&c);
+  const OutputLimit& l = opt_.output[kClassPubSub];
+  if (l.hard && c.pending() + bytes.size() > l.hard) {
+    c.out_over = true;
+    (void)OverOutputLimit(&c, WallMs());  // closes it
     return;
   }
   c.out.append(bytes);
+  if (OverOutputLimit(&c, WallMs())) return;
   (void)Flush(&c);
+}
+
+void Server::set_limits(size_t max_bulk, size_t query_buf_max, const OutputLimit* output) {
+  opt_.limits.max_bulk = max_bulk;
+  opt_.query_buf_max = query_buf_max;
+  for (int k = 0; k < kOutputClasses; ++k) opt_.output[k] = output[k];
+}
+
+bool Server::OverOutputLimit(Conn* c, int64_t now_ms) {
+  const OutputLimit& l = opt_.output[c->subscribed() ? kClassPubSub : kClassNormal];
+  size_t pending = c->pending();
+  bool over = c->out_over || (l.hard && pending > l.hard);
+  if (!over && l.soft && pending > l.soft) {
+    if (c->soft_since_ms == 0) {
+      c->soft_since_ms = now_ms;
+    } else if (now_ms - c->soft_since_ms >= int64_t{l.soft_s} * 1000) {
+      over = true;
+    }
+  } else if (pending <= l.soft) {
+    c->soft_since_ms = 0;
+  }
+  if (!over) return false;
+  Count(kCtrOutputLimit);
+  // Reset, not FIN: what the kernel still holds for this client is dropped
+  // with it instead of trickling out to a reader that is not reading.
+  linger lg{1, 0};
+  setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  Close(c);
+  return true;
+}
+
+void Server::CheckOutputLimits(int64_t now_ms) {
+  for (Conn* c : all_) {
+    if (c && c->pending() > 0) (void)OverOutputLimit(c, now_ms);
+  }
+}
+
+bool Server::OverQueryLimit(const Conn* c) const {
+  return c->in.size() - c->in_pos + c->parser.table_bytes() > opt_.query_buf_max;
 }
 
 void Server::ForEachMutable(const std::function<void(Conn&)>& fn) {
@@ -195,6 +238,17 @@ void Server::Kill(uint64_t id) {
   }
 }
 
+// maxclients over the whole daemon: take a place in the shared counter
+// unless it is full (compare-and-swap: two workers never both take the last).
+bool Server::Admit() {
+  if (!opt_.clients) return conns_ < static_cast<size_t>(opt_.maxclients);
+  int32_t cur = opt_.clients->load(std::memory_order_relaxed);
+  do {
+    if (cur >= opt_.maxclients) return false;
+  } while (!opt_.clients->compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
+  return true;
+}
+
 void Server::OnAccept(evutil_socket_t, short, void* arg) {
   auto* s = static_cast<Server*>(arg);
   for (int i = 0; i < 64 && s->lfd_ >= 0; ++i) {
@@ -210,7 +264,7 @@ void Server::OnAccept(evutil_socket_t, short, void* arg) {
       close(fd);
       continue;
     }
-    if (s->conns_ >= static_cast<size_t>(s->opt_.maxclients)) {
+    if (!s->Admit()) {
       static const char kMax[] = "-ERR max number of clients reached\r\n";
       (void)!write(fd, kMax, sizeof kMax - 1);
       s->Count(kCtrRejected);
@@ -266,17 +320,32 @@ void Server::OnRead(evutil_socket_t, short, void* arg) {
   }
   s->Count(kCtrBytesIn, static_cast<uint64_t>(n));
   c->last_ms = WallMs();
-  if (c->in.size() - c->in_pos > kQueryBufMax) {
+  if (s->OverQueryLimit(c)) {
+    s->Count(kCtrQueryLimit);
     s->Close(c);  // client-query-buffer-limit
     return;
   }
-  if (!c->cont) s->Process(c);
+  if (!c->cont) s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
+}
+
+// Nothing thrown by a handler (std::bad_alloc, a library's exception) may
+// leave a libevent callback: the connection that caused it is closed.
+template <typename F>
+void Server::Guarded(Conn* c, F fn) {
+  try {
+    fn(this, c);
+  } catch (const std::exception&) {
+    Count(kCtrErrors);
+    Close(c);
+  }
 }
 
 void Server::Process(Conn* c) {
   while (!c->cont && !c->close_after_write && c->in_pos < c->in.size() &&
          c->pending() < kOutPause) {
     size_t before = c->in_pos;
+    c->parser.set_limits(opt_.limits);
+    c->parser.set_unauthenticated(!c->authed);
     RespParser::Result r = c->parser.Parse(c->in.data(), c->in.size(), &c->in_pos);
     if (r == RespParser::Result::kNeedMore) break;
     if (r == RespParser::Result::kError) {
@@ -293,8 +362,11 @@ void Server::Process(Conn* c) {
     for (size_t i = 0; i < argc; ++i) c->argv.push_back(c->parser.arg(c->in.data(), i));
     Count(kCtrCommands);
     size_t out_before = c->out.size();
+    const OutputLimit& ol = opt_.output[c->subscribed() ? kClassPubSub : kClassNormal];
+    c->out_cap = ol.hard ? c->out_pos + ol.hard : SIZE_MAX;
     dispatch_(*c);
     if (c->out.size() > out_before && c->out[out_before] == '-') Count(kCtrErrors);
+    if (OverOutputLimit(c, c->last_ms)) return;  // closed
     if (c->cont) {
       if (!c->cont_ev) c->cont_ev = evtimer_new(base_, &Server::OnCont, c);
       timeval zero{0, 0};
@@ -310,6 +382,11 @@ void Server::Process(Conn* c) {
   } else if (c->in_pos > (64u << 10)) {
     c->in.erase(0, c->in_pos);
     c->in_pos = 0;
+  }
+  if (OverQueryLimit(c)) {  // the argument table of an unfinished command counts too
+    Count(kCtrQueryLimit);
+    Close(c);
+    return;
   }
   (void)Flush(c);
 }
@@ -356,16 +433,27 @@ void Server::OnWrite(evutil_socket_t, short, void* arg) {
   bool was_paused = !c->reading;
   if (!s->Flush(c)) return;  // closed
   // Resume parsing what was buffered while paused.
-  if (was_paused && c->reading && c->in_pos < c->in.size()) s->Process(c);
+  if (was_paused && c->reading && c->in_pos < c->in.size()) {
+    s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
+  }
 }
 
 void Server::OnCont(evutil_socket_t, short, void* arg) {
   auto* c = static_cast<Conn*>(arg);
   Server* s = c->srv;
   if (!c->cont) return;
-  if (c->cont(*c)) {
+  bool done = true;
+  try {
+    done = c->cont(*c);
+  } catch (const std::exception&) {
+    s->Count(kCtrErrors);
+    s->Close(c);
+    return;
+  }
+  if (done) {
     c->cont = nullptr;
-    s->Process(c);  // flushes, then goes on with pipelined input
+    if (s->OverOutputLimit(c, WallMs())) return;  // closed
+    s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });  // flushes, then goes on
   } else {
     if (!s->Flush(c)) return;
     timeval zero{0, 0};
@@ -381,6 +469,7 @@ void Server::Close(Conn* c) {
   if (c->cont_ev) event_free(c->cont_ev);
   if (c->fd >= 0) close(c->fd);
   --conns_;
+  if (opt_.clients) opt_.clients->fetch_sub(1, std::memory_order_relaxed);
   if (counters_) {
     auto& v = counters_[kCtrOpen];
     uint64_t cur = v.load(std::memory_order_relaxed);

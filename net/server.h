@@ -27,7 +27,16 @@ namespace net {
 
 inline constexpr size_t kOutPause = 1u << 20;       // stop reading above 1 MiB unsent
 inline constexpr size_t kQueryBufMax = 1u << 30;    // client-query-buffer-limit (1 GiB)
-inline constexpr size_t kPubSubMax = 32u << 20;     // pubsub output limit (Redis: 32 MiB)
+
+// client-output-buffer-limit of one class (Redis): a connection whose
+// unsent output passes `hard` is closed at once; one that stays above
+// `soft` for `soft_s` seconds is closed too. 0 = no limit.
+struct OutputLimit {
+  size_t hard = 0;
+  size_t soft = 0;
+  int soft_s = 0;
+};
+enum OutputClass { kClassNormal = 0, kClassPubSub = 1, kOutputClasses };
 
 struct Cidr {
   bool v6 = false;
@@ -48,6 +57,11 @@ struct Conn {
   size_t in_pos = 0;
   std::string out;
   size_t out_pos = 0;
+  // The output limit while a reply is built (Reply's cap, see net/resp.h);
+  // out_over is set when a reply hit it.
+  size_t out_cap = SIZE_MAX;
+  bool out_over = false;
+  int64_t soft_since_ms = 0;      // above the soft output limit since
   RespParser parser;
   bool reading = true;
   bool close_after_write = false;
@@ -76,9 +90,14 @@ struct Conn {
 };
 
 struct ServerOptions {
-  int maxclients = 10000;          // this worker's share
+  int maxclients = 10000;          // for the whole daemon (see `clients`)
+  // Connections open across every worker (a counter in shared memory):
+  // maxclients is exact however the kernel spreads connections.
+  std::atomic<int32_t>* clients = nullptr;
   int timeout_s = 0;
   RespLimits limits;
+  size_t query_buf_max = kQueryBufMax;  // input + argument table per client
+  OutputLimit output[kOutputClasses] = {{128u << 20, 0, 0}, {32u << 20, 8u << 20, 60}};
   std::vector<Cidr> allow;         // empty = loopback only off-loopback checks
   bool require_allow = false;      // non-loopback peers need an allow match
   bool auth_required = false;
@@ -104,14 +123,18 @@ class Server {
   size_t connections() const { return conns_; }
   void ForEach(const std::function<void(const Conn&)>& fn) const;
   // Append bytes to a connection's output and send what the socket takes
-  // (pub/sub messages). A subscriber more than kPubSubMax behind is closed,
-  // as Redis's client-output-buffer-limit for pubsub does.
+  // (pub/sub messages). A subscriber over the pubsub output limit is
+  // closed, as Redis's client-output-buffer-limit does.
   void Push(Conn& c, std::string_view bytes);
   void ForEachMutable(const std::function<void(Conn&)>& fn);
   void CloseIdle(int64_t now_ms);  // timeout enforcement
   void Kill(uint64_t id);          // CLIENT KILL ID
   const ServerOptions& options() const { return opt_; }
   void set_timeout(int s) { opt_.timeout_s = s; }
+  // Live limits (CONFIG SET): applied to the next command of every client.
+  void set_limits(size_t max_bulk, size_t query_buf_max, const OutputLimit* output);
+  // Soft output limits are also checked here, for clients that send nothing.
+  void CheckOutputLimits(int64_t now_ms);
 
  private:
   static void OnAccept(evutil_socket_t fd, short, void* arg);
@@ -119,9 +142,15 @@ class Server {
   static void OnWrite(evutil_socket_t fd, short, void* arg);
   static void OnCont(evutil_socket_t fd, short, void* arg);
   void Process(Conn* c);
+  bool Admit();
+  template <typename F>
+  void Guarded(Conn* c, F fn);
   bool Flush(Conn* c);  // false: the connection was closed
   void Close(Conn* c);
   void Count(int stat, uint64_t n = 1);
+  // True (and the connection closed and counted) when c is over its output limit.
+  bool OverOutputLimit(Conn* c, int64_t now_ms);
+  bool OverQueryLimit(const Conn* c) const;
 
   event_base* base_;
   int lfd_;
@@ -136,7 +165,7 @@ class Server {
 
 // Door counter indices (match proc::DoorStat).
 enum : int { kCtrOpen = 0, kCtrAccepted, kCtrRejected, kCtrCommands, kCtrErrors, kCtrBytesIn,
-             kCtrBytesOut };
+             kCtrBytesOut, kCtrOutputLimit, kCtrQueryLimit };
 
 int64_t WallMs();
 

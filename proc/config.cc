@@ -2,8 +2,12 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "proc/config.h"
 
+#include <arpa/inet.h>
+
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -105,6 +109,22 @@ bool NoHash(std::string* e) {
         [](const Config& c) { return JoinList(c.field); }                              \
   }
 
+#define SIZE_ROW(sec, key, field, lo, help)                                             \
+  ParamSpec {                                                                          \
+    sec, #key, ParamType::kInt, help,                                                  \
+        [](Config& c, std::string_view v, std::string* e) {                            \
+          int64_t x;                                                                   \
+          if (!ParseMemSize(v, &x) || x < (lo)) {                                      \
+            *e = "expected a size of at least " + std::to_string(lo) +                 \
+                 " bytes (e.g. 1048576, 512mb, 1gb), got '" + std::string(v) + "'";   \
+            return false;                                                              \
+          }                                                                            \
+          c.field = x;                                                                 \
+          return true;                                                                 \
+        },                                                                             \
+        [](const Config& c) { return std::to_string(c.field); }                        \
+  }
+
 const ParamSpec kParams[] = {
     INT_ROW("daemon", workers, workers, 0, 1024, "worker processes (0 = number of cores)"),
     INT_ROW("daemon", databases, databases, 1, 128,
@@ -128,25 +148,38 @@ const ParamSpec kParams[] = {
              "SELECT mapping, e.g. 0:sessions, 1:counters"),
     STR_ROW("listen", http, http,
             "HTTP door host:port (/metrics /stats /health /reset-stats /mi); empty = off"),
+    LIST_ROW("listen", http_hosts, http_hosts, ParamType::kList,
+             "host names accepted in the HTTP Host header (IPs and localhost always are)"),
     INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
     INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
+    SIZE_ROW("listen", proto_max_bulk_len, proto_max_bulk_len, int64_t{1} << 20,
+             "largest bulk a RESP client may send (Redis proto-max-bulk-len)"),
+    SIZE_ROW("listen", client_query_buffer_limit, client_query_buffer_limit, int64_t{1} << 20,
+             "unparsed input + argument table per client (Redis client-query-buffer-limit)"),
+    ParamSpec{"listen", "client_output_buffer_limit", ParamType::kString,
+              "CLASS HARD SOFT SECONDS for normal and pubsub (Redis client-output-buffer-limit; 0 = none)",
+              [](Config& c, std::string_view v, std::string* e) { return ParseOutputLimits(v, &c, e); },
+              [](const Config& c) { return FormatOutputLimits(c); }},
     STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
-    STR_ROW("mi", fifo_mode, mi_fifo_mode, "MI FIFO permissions (octal)"),
+    STR_ROW("mi", fifo_mode, mi_fifo_mode,
+            "MI FIFO permissions (octal, e.g. 0600; no setuid/setgid/sticky, not world-writable)"),
     STR_ROW("mi", fifo_user, mi_fifo_user, "MI FIFO owner (user name or uid); empty = unchanged"),
     STR_ROW("mi", fifo_group, mi_fifo_group, "MI FIFO group (name or gid); empty = the user's"),
     STR_ROW("mi", reply_dir, mi_reply_dir,
-            "directory of the clients' reply FIFOs (prefixed verbatim: keep the trailing /)"),
+            "directory of the clients' reply FIFOs"),
     STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
     LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
-             "HTTP door bearer token(s); required when [listen] http is not loopback"),
+             "HTTP door bearer token(s): when set, every request needs one (loopback too); "
+             "required when [listen] http is not loopback"),
 };
 
 #undef INT_ROW
 #undef BOOL_ROW
 #undef STR_ROW
 #undef LIST_ROW
+#undef SIZE_ROW
 
 bool SetCollectionKey(CollectionConfig& cc, std::string_view key, std::string_view v,
                       std::string* err) {
@@ -253,10 +286,12 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
       return false;
     }
     std::string e;
-    if (!SetKey(c, section, Trim(s.substr(0, eq)), Trim(s.substr(eq + 1)), line, &e)) {
+    std::string_view key = Trim(s.substr(0, eq));
+    if (!SetKey(c, section, key, Trim(s.substr(eq + 1)), line, &e)) {
       *err = path + ":" + std::to_string(line) + ": " + e;
       return false;
     }
+    c->origin[section + "." + std::string(key)] = path + ":" + std::to_string(line);
   }
   if (in.bad()) {
     *err = path + ": cannot read: " + std::strerror(errno);
@@ -285,10 +320,87 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
   }
   std::string e;
   if (!SetKey(c, section, key, kv.substr(eq + 1), 0, &e)) {
-    *err = "-o " + std::string(kv) + ": " + e;
+    // Never echo a secret's value.
+    *err = "-o " + (section == "secrets" ? std::string(kv.substr(0, eq + 1)) + "********" : std::string(kv)) +
+           ": " + e;
     return false;
   }
+  c->origin[section + "." + std::string(key)] = "-o " + std::string(kv.substr(0, eq));
   return true;
+}
+
+bool ParseMemSize(std::string_view s, int64_t* out) {
+  static const struct {
+    const char* suffix;
+    int64_t mul;
+  } kUnits[] = {{"gb", int64_t{1} << 30}, {"mb", int64_t{1} << 20}, {"kb", 1024}, {"g", 1000000000},
+                {"m", 1000000}, {"k", 1000}, {"b", 1}};
+  std::string low;
+  for (char ch : s) low += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+  int64_t mul = 1;
+  std::string_view num = low;
+  for (const auto& u : kUnits) {
+    size_t n = std::strlen(u.suffix);
+    if (num.size() > n && num.substr(num.size() - n) == u.suffix) {
+      mul = u.mul;
+      num.remove_suffix(n);
+      break;
+    }
+  }
+  int64_t x;
+  auto r = std::from_chars(num.data(), num.data() + num.size(), x);
+  if (num.empty() || r.ec != std::errc() || r.ptr != num.data() + num.size() || x < 0 ||
+      x > INT64_MAX / mul) {
+    return false;
+  }
+  *out = x * mul;
+  return true;
+}
+
+bool ParseOutputLimits(std::string_view s, Config* c, std::string* err) {
+  std::vector<std::string> w;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) w.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  if (w.empty() || w.size() % 4 != 0) {
+    *err = "expected CLASS HARD SOFT SECONDS (repeated), e.g. 'normal 128mb 0 0 pubsub 32mb 8mb 60'";
+    return false;
+  }
+  Config tmp = *c;
+  for (size_t k = 0; k < w.size(); k += 4) {
+    Config::OutputLimit l;
+    int64_t secs;
+    if (!ParseMemSize(w[k + 1], &l.hard) || !ParseMemSize(w[k + 2], &l.soft) ||
+        !ParseMemSize(w[k + 3], &secs) || secs > (1 << 30)) {
+      *err = "bad limits for class '" + w[k] + "': expected HARD SOFT SECONDS, e.g. 32mb 8mb 60";
+      return false;
+    }
+    l.soft_s = secs;
+    if (w[k] == "normal") {
+      tmp.output_normal = l;
+    } else if (w[k] == "pubsub") {
+      tmp.output_pubsub = l;
+    } else if (w[k] != "replica" && w[k] != "slave") {
+      *err = "unknown class '" + w[k] + "' (expected normal or pubsub)";
+      return false;
+    }
+  }
+  c->output_normal = tmp.output_normal;
+  c->output_pubsub = tmp.output_pubsub;
+  return true;
+}
+
+std::string FormatOutputLimits(const Config& c) {
+  auto one = [](const char* n, const Config::OutputLimit& l) {
+    return std::string(n) + " " + std::to_string(l.hard) + " " + std::to_string(l.soft) + " " +
+           std::to_string(l.soft_s);
+  };
+  return one("normal", c.output_normal) + " " + one("pubsub", c.output_pubsub);
 }
 
 bool ParseHostPort(std::string_view s, std::string* host, int* port) {
@@ -316,6 +428,69 @@ bool IsLoopbackHost(std::string_view host) {
   return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
 }
 
+namespace {
+
+// "FILE:LINE: " (or "-o section.key: ", or the source) for errors found after loading.
+std::string Where(const Config& c, const std::string& key) {
+  auto it = c.origin.find(key);
+  return (it != c.origin.end() ? it->second : c.source) + ": ";
+}
+
+bool ValidCidr(const std::string& s) {
+  std::string addr = s;
+  int bits = -1;
+  if (size_t slash = s.find('/'); slash != std::string::npos) {
+    addr = s.substr(0, slash);
+    std::string_view b = std::string_view(s).substr(slash + 1);
+    auto r = std::from_chars(b.data(), b.data() + b.size(), bits);
+    if (b.empty() || r.ec != std::errc() || r.ptr != b.data() + b.size() || bits < 0) return false;
+  }
+  unsigned char buf[16];
+  if (inet_pton(AF_INET, addr.c_str(), buf) == 1) return bits <= 32;
+  if (inet_pton(AF_INET6, addr.c_str(), buf) == 1) return bits <= 128;
+  return false;
+}
+
+// A user or group: a name ([A-Za-z0-9._-], starting with a letter or '_',
+// at most 32) or a number that fits an id (below 4294967295).
+bool ValidOwner(const std::string& s) {
+  if (s.empty()) return true;
+  if (s.find_first_not_of("0123456789") == std::string::npos) {
+    unsigned long long v;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size() && v < 4294967295ull;
+  }
+  if (s.size() > 32 || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char ch : s) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseFifoMode(std::string_view s, unsigned* mode, std::string* err) {
+  unsigned m = 0;
+  bool ok = (s.size() == 3 || s.size() == 4) && s.find_first_not_of("01234567") == std::string_view::npos;
+  if (ok) {
+    for (char ch : s) m = m * 8 + static_cast<unsigned>(ch - '0');
+  }
+  if (!ok) {
+    *err = "[mi] fifo_mode: expected an octal mode like 0600 or 0660, got '" + std::string(s) + "'";
+    return false;
+  }
+  if (m & 07000) {
+    *err = "[mi] fifo_mode " + std::string(s) + ": setuid, setgid and sticky bits are refused";
+    return false;
+  }
+  if (m & 0002) {
+    *err = "[mi] fifo_mode " + std::string(s) + ": a world-writable FIFO lets any local user run MI commands";
+    return false;
+  }
+  *mode = m;
+  return true;
+}
+
 bool FinishConfig(Config* c, std::string* err) {
   if (c->collections.empty()) {
     for (int i = 0; i < c->databases; ++i) {
@@ -323,7 +498,7 @@ bool FinishConfig(Config* c, std::string* err) {
     }
   }
   if (c->arena_cap_mb != 0 && c->arena_cap_mb < c->arena_mb) {
-    *err = "[memory] arena_cap_mb (" + std::to_string(c->arena_cap_mb) +
+    *err = Where(*c, "memory.arena_cap_mb") + "[memory] arena_cap_mb (" + std::to_string(c->arena_cap_mb) +
            ") is below arena_mb (" + std::to_string(c->arena_mb) + ")";
     return false;
   }
@@ -331,28 +506,35 @@ bool FinishConfig(Config* c, std::string* err) {
   bool tier_ok = false;
   for (const char* t : kTiers) tier_ok |= c->hugepages == t;
   if (!tier_ok) {
-    *err = "[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got '" +
-           c->hugepages + "'";
+    *err = Where(*c, "memory.hugepages") +
+           "[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got '" + c->hugepages + "'";
     return false;
   }
   static const char* kLevels[] = {"error", "warning", "notice", "info", "debug"};
   bool lvl_ok = false;
   for (const char* l : kLevels) lvl_ok |= c->log_level == l;
   if (!lvl_ok) {
-    *err = "[daemon] log_level: expected error, warning, notice, info or debug, got '" +
-           c->log_level + "'";
+    *err = Where(*c, "daemon.log_level") +
+           "[daemon] log_level: expected error, warning, notice, info or debug, got '" + c->log_level + "'";
     return false;
   }
   if (!c->resp.empty()) {
     std::string host;
     int port;
     if (!ParseHostPort(c->resp, &host, &port)) {
-      *err = "[listen] resp: expected host:port, got '" + c->resp + "'";
+      *err = Where(*c, "listen.resp") + "[listen] resp: expected host:port, got '" + c->resp + "'";
       return false;
     }
     if (!IsLoopbackHost(host) && c->resp_allow.empty()) {
-      *err = "[listen] resp = " + c->resp +
+      *err = Where(*c, "listen.resp") + "[listen] resp = " + c->resp +
              " is not loopback: set resp_allow (CIDRs allowed to connect) to open it";
+      return false;
+    }
+  }
+  for (const auto& a : c->resp_allow) {
+    if (!ValidCidr(a)) {
+      *err = Where(*c, "listen.resp_allow") + "[listen] resp_allow: expected an address or CIDR "
+             "(10.0.0.0/8, 2001:db8::/32), got '" + a + "'";
       return false;
     }
   }
@@ -360,11 +542,11 @@ bool FinishConfig(Config* c, std::string* err) {
     std::string host;
     int port;
     if (!ParseHostPort(c->http, &host, &port)) {
-      *err = "[listen] http: expected host:port, got '" + c->http + "'";
+      *err = Where(*c, "listen.http") + "[listen] http: expected host:port, got '" + c->http + "'";
       return false;
     }
     if (!IsLoopbackHost(host) && c->http_tokens.empty()) {
-      *err = "[listen] http = " + c->http +
+      *err = Where(*c, "listen.http") + "[listen] http = " + c->http +
              " is not loopback: set [secrets] http (a bearer token) to open it";
       return false;
     }
@@ -374,23 +556,47 @@ bool FinishConfig(Config* c, std::string* err) {
     int db;
     std::string e;
     if (colon == std::string::npos || !ToInt(std::string_view(m).substr(0, colon), 0, 1023, &db, &e)) {
-      *err = "[listen] resp_collections: expected DB:collection, got '" + m + "'";
+      *err = Where(*c, "listen.resp_collections") + "[listen] resp_collections: expected DB:collection, got '" +
+             m + "'";
       return false;
     }
     std::string name = m.substr(colon + 1);
     bool found = false;
     for (const auto& cc : c->collections) found |= cc.name == name;
     if (!found) {
-      *err = "[listen] resp_collections: '" + m + "' names no declared collection";
+      *err = Where(*c, "listen.resp_collections") + "[listen] resp_collections: '" + m +
+             "' names no declared collection";
       return false;
     }
   }
   for (const auto& cc : c->collections) {
     if (cc.name.empty() || cc.name.size() > 63) {
-      *err = "[collection " + cc.name + "]: the name must be 1..63 characters";
+      std::string where = c->source + ": ";
+      if (cc.line) where = c->source + ":" + std::to_string(cc.line) + ": ";
+      for (const auto& [k, v] : c->origin) {
+        if (!cc.line && k.rfind("collection " + cc.name + ".", 0) == 0) where = v + ": ";
+      }
+      *err = where +
+             "[collection " + cc.name + "]: the name must be 1..63 characters";
       return false;
     }
   }
+  unsigned mode;
+  std::string e;
+  if (!ParseFifoMode(c->mi_fifo_mode, &mode, &e)) {
+    *err = Where(*c, "mi.fifo_mode") + e;
+    return false;
+  }
+  if (!ValidOwner(c->mi_fifo_user) || !ValidOwner(c->mi_fifo_group)) {
+    bool user = !ValidOwner(c->mi_fifo_user);
+    *err = Where(*c, user ? "mi.fifo_user" : "mi.fifo_group") + "[mi] " + (user ? "fifo_user" : "fifo_group") +
+           ": expected a name or a number below 4294967295, got '" +
+           (user ? c->mi_fifo_user : c->mi_fifo_group) + "'";
+    return false;
+  }
+  // reply_dir is a directory: "/tmp" means "/tmp/" (it used to be prefixed
+  // verbatim, so replies went to "/tmpNAME").
+  if (!c->mi_reply_dir.empty() && c->mi_reply_dir.back() != '/') c->mi_reply_dir += '/';
   return true;
 }
 

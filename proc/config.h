@@ -9,6 +9,7 @@
 // file:line and what was expected.
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,8 +45,17 @@ struct Config {
   std::vector<std::string> resp_allow;       // CIDRs allowed off loopback
   std::vector<std::string> resp_collections; // "0:sessions" pairs
   std::string http;             // HTTP door host:port (metrics, stats, health, /mi); empty = off
+  std::vector<std::string> http_hosts;       // names accepted in Host: besides IPs and localhost
   int maxclients = 10000;
   int timeout = 0;              // idle seconds before close, 0 = never
+  int64_t proto_max_bulk_len = int64_t{512} << 20;          // largest bulk a client may send
+  int64_t client_query_buffer_limit = int64_t{1} << 30;     // input + argument table per client
+  // client-output-buffer-limit (Redis): per class hard, soft, soft seconds.
+  struct OutputLimit {
+    int64_t hard, soft, soft_s;
+  };
+  OutputLimit output_normal{int64_t{128} << 20, 0, 0};
+  OutputLimit output_pubsub{int64_t{32} << 20, int64_t{8} << 20, 60};
   // [mi]
   std::string mi_fifo = "/run/perfcached/perfcached_fifo";  // empty = off
   std::string mi_fifo_mode = "0660";
@@ -55,11 +65,14 @@ struct Config {
   std::string mi_datagram = "/run/perfcached/perfcached_mi.sock";  // empty = off
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
-  std::vector<std::string> http_tokens;      // HTTP bearer tokens (required off loopback)
+  std::vector<std::string> http_tokens;      // HTTP bearer tokens (when set: required on every request)
   // [collection NAME]
   std::vector<CollectionConfig> collections;
 
   std::string source = "(embedded default)";
+  // Where each "section.key" was last set ("FILE:LINE" or "-o"), so that a
+  // check made after loading (FinishConfig) can still name it.
+  std::map<std::string, std::string> origin;
   std::vector<std::string> argv;  // the command line (MI `arg`)
 };
 
@@ -81,11 +94,22 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err);
 // Apply "section.key=value" (collections: "collection.NAME.key=value").
 bool ApplyOverride(std::string_view kv, Config* c, std::string* err);
 // Cross-field checks and derived defaults (databases -> collections, ...).
+// Errors start with where the offending key was set ("FILE:LINE: ", "-o
+// section.key: ", or the source when it was left at its default).
 bool FinishConfig(Config* c, std::string* err);
+// [mi] fifo_mode as a mode: 3 or 4 octal digits, no setuid/setgid/sticky,
+// not world-writable. False with *err otherwise.
+bool ParseFifoMode(std::string_view s, unsigned* mode, std::string* err);
 // The effective configuration as INI text, secrets masked.
 std::string DumpConfig(const Config& c);
 // --help text generated from the rows.
 std::string ConfigHelp();
+
+// Redis's memtoull: "1024", "16kb", "512mb", "1gb" (k/m/g = 1000^n, kb/mb/gb = 1024^n).
+bool ParseMemSize(std::string_view s, int64_t* out);
+// "normal 128mb 0 0 pubsub 32mb 8mb 60" (any of the classes; replica is accepted and ignored).
+bool ParseOutputLimits(std::string_view s, Config* c, std::string* err);
+std::string FormatOutputLimits(const Config& c);
 
 // "host:port" -> parts. Accepts "[v6]:port" and "port" (127.0.0.1).
 bool ParseHostPort(std::string_view s, std::string* host, int* port);

@@ -192,7 +192,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
 }
 
 [[noreturn]] void RunWorker(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self,
-                            int lfd, const DaemonHooks& hooks) {
+                            int lfd, int event_fd, const DaemonHooks& hooks) {
   char role[32];
   std::snprintf(role, sizeof role, "worker %d", self->rank);
   LogSetRole(strdup(role));
@@ -203,7 +203,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   signal(SIGPIPE, SIG_IGN);
   cache::Ctx ctx(a, self->slot);
   event_base* base = event_base_new();
-  WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank};
+  WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank, event_fd};
   WorkerState ws{base, &hooks, nullptr, pt, self};
   ws.door = hooks.worker_init(wc);
   event* sigterm = evsignal_new(base, SIGTERM, &OnWorkerSignal, &ws);
@@ -314,6 +314,14 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   pt->started_ms.store(WallMs());
   pt->live_timeout.store(cfg.timeout);
   pt->live_loglevel.store(static_cast<int32_t>(lvl));
+  pt->live_proto_max_bulk.store(cfg.proto_max_bulk_len);
+  pt->live_query_buf.store(cfg.client_query_buffer_limit);
+  const Config::OutputLimit* ol[2] = {&cfg.output_normal, &cfg.output_pubsub};
+  for (int k = 0; k < 2; ++k) {
+    pt->live_output[k][0].store(ol[k]->hard);
+    pt->live_output[k][1].store(ol[k]->soft);
+    pt->live_output[k][2].store(ol[k]->soft_s);
+  }
   std::vector<int> lfds;
   if (!cfg.resp.empty()) {
     for (int i = 0; i < nworkers; ++i) {
@@ -334,6 +342,21 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       LOG_WARN("cannot write pid file %s: %s", cfg.pid_file.c_str(), std::strerror(errno));
     }
   }
+  // Event channels: one datagram socketpair per worker, made before any
+  // fork so that only the daemon's own processes hold a write end.
+  std::vector<int> ev_read, ev_write;
+  for (int i = 0; i < nworkers; ++i) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0) {
+      LOG_ERR("event channel: socketpair: %s", std::strerror(errno));
+      return 1;
+    }
+    int sz = 1 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    ev_read.push_back(sv[0]);
+    ev_write.push_back(sv[1]);
+  }
+  SetWorkerChannels(ev_write);
   // Entries: 0 supervisor, 1 timer, 2.. workers, then module processes
   // (slot == entry index).
   pt->count = static_cast<uint32_t>(nworkers + 2 + nmods);
@@ -380,11 +403,14 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       for (size_t k = 0; k < lfds.size(); ++k) {
         if (static_cast<int>(k) != static_cast<int>(i) - 2) close(lfds[k]);
       }
+      for (size_t k = 0; k < ev_read.size(); ++k) {
+        if (static_cast<int>(k) != static_cast<int>(i) - 2) close(ev_read[k]);
+      }
       if (i == 1) RunTimer(*a, cfg, pt, &e);
       if (i >= static_cast<uint32_t>(2 + nworkers)) {
         RunModuleProc(*a, cfg, pt, &e, hooks.procs[i - 2 - static_cast<uint32_t>(nworkers)]);
       }
-      RunWorker(*a, cfg, pt, &e, lfds.empty() ? -1 : lfds[i - 2], hooks);
+      RunWorker(*a, cfg, pt, &e, lfds.empty() ? -1 : lfds[i - 2], ev_read[i - 2], hooks);
     }
     e.pid.store(p);
     return true;
@@ -425,6 +451,10 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       for (uint32_t i = 1; i < pt->count; ++i) {
         if (pt->e[i].pid.load() != p) continue;
         pt->e[i].pid.store(0);
+        // Give back the connections the dead process held (maxclients).
+        uint64_t open = pt->e[i].door[kDoorOpen].load();
+        pt->e[i].door[kDoorOpen].store(0);
+        if (open) pt->clients.fetch_sub(static_cast<int32_t>(open));
         if (stopping) break;
         if (WIFSIGNALED(st)) {
           LOG_WARN("%s (rank %d, pid %d) killed by signal %d", RoleName(static_cast<Role>(pt->e[i].role.load())),
@@ -476,6 +506,8 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   }
   if (!o.foreground && !cfg.pid_file.empty()) unlink(cfg.pid_file.c_str());
   for (int fd : lfds) close(fd);
+  for (int fd : ev_read) close(fd);
+  for (int fd : ev_write) close(fd);
   LOG_NOTICE("stopped");
   return 0;
 }

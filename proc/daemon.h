@@ -33,6 +33,7 @@ struct WorkerContext {
   ProcEntry* self = nullptr;
   int listen_fd = -1;
   int rank = 0;
+  int event_fd = -1;  // read end of this worker's event channel (proc/events.h)
 };
 
 // A process owned by a module (OpenSIPS proc_export_t): MI FIFO, ...

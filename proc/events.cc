@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstring>
 
@@ -38,6 +39,50 @@ std::string JsonString(std::string_view s) {
   return o + "\"";
 }
 
+// A worker's channel is stored as "%w<rank>" (no socket path starts with '%').
+std::vector<int> g_worker_fds;
+
+std::string WorkerPath(int rank) { return "%w" + std::to_string(rank); }
+
+int WorkerFd(const char* path) {
+  if (path[0] != '%' || path[1] != 'w') return -1;
+  int rank = std::atoi(path + 2);
+  if (rank < 1 || static_cast<size_t>(rank) > g_worker_fds.size()) return -1;
+  return g_worker_fds[static_cast<size_t>(rank) - 1];
+}
+
+bool AddLocked(EventTable& t, EventId e, const std::string& path, int64_t expire_ms) {
+  EventSub* slot = nullptr;
+  for (auto& s : t.subs) {  // re-subscribing refreshes the expiry
+    if (s.event.load() == e && path == s.path) slot = &s;
+  }
+  bool fresh = slot == nullptr;
+  for (auto& s : t.subs) {
+    if (!slot && s.event.load() == kEvNone) slot = &s;
+  }
+  if (!slot) return false;
+  slot->expire_ms.store(expire_ms);
+  if (fresh) {
+    std::memset(slot->path, 0, sizeof slot->path);
+    std::memcpy(slot->path, path.data(), path.size());
+    slot->event.store(e);
+    t.count[e].fetch_add(1);
+  }
+  return true;
+}
+
+bool RemoveLocked(EventTable& t, EventId e, const std::string& path) {
+  bool found = false;
+  for (auto& s : t.subs) {
+    if (s.event.load() == e && path == s.path) {
+      s.event.store(kEvNone);
+      t.count[e].fetch_sub(1);
+      found = true;
+    }
+  }
+  return found;
+}
+
 // Drop expired subscribers (lock held).
 void ExpireLocked(EventTable& t, int64_t now) {
   for (auto& s : t.subs) {
@@ -66,7 +111,8 @@ EventParam P(std::string name, int64_t v) { return {std::move(name), std::to_str
 
 bool Subscribe(EventTable& t, EventId e, const std::string& socket, int64_t expire_ms,
                std::string* err) {
-  if (socket.rfind("unix:", 0) != 0 || socket.size() <= 5) {
+  if (socket.rfind("unix:", 0) != 0 || socket.size() <= 5 ||
+      (socket[5] != '/' && socket[5] != '@')) {
     *err = "socket must be unix:/path/to/socket";
     return false;
   }
@@ -75,45 +121,38 @@ bool Subscribe(EventTable& t, EventId e, const std::string& socket, int64_t expi
     *err = "socket path too long";
     return false;
   }
-  (void)mem::Lock(t.lock);  // a dead holder leaves each slot consistent
-  EventSub* slot = nullptr;
-  for (auto& s : t.subs) {  // re-subscribing refreshes the expiry
-    if (s.event.load() == e && path == s.path) slot = &s;
-  }
-  bool fresh = slot == nullptr;
-  for (auto& s : t.subs) {
-    if (!slot && s.event.load() == kEvNone) slot = &s;
-  }
-  if (!slot) {
-    mem::Unlock(t.lock);
-    *err = "too many subscribers";
+  if (path.find('\0') != std::string::npos) {
+    *err = "socket path may not contain NUL";
     return false;
   }
-  slot->expire_ms.store(expire_ms);
-  if (fresh) {
-    std::memset(slot->path, 0, sizeof slot->path);
-    std::memcpy(slot->path, path.data(), path.size());
-    slot->event.store(e);
-    t.count[e].fetch_add(1);
-  }
+  (void)mem::Lock(t.lock);  // a dead holder leaves each slot consistent
+  bool ok = AddLocked(t, e, path, expire_ms);
   mem::Unlock(t.lock);
-  return true;
+  if (!ok) *err = "too many subscribers";
+  return ok;
 }
 
 bool Unsubscribe(EventTable& t, EventId e, const std::string& socket) {
   if (socket.rfind("unix:", 0) != 0) return false;
-  std::string path = socket.substr(5);
-  bool found = false;
   (void)mem::Lock(t.lock);
-  for (auto& s : t.subs) {
-    if (s.event.load() == e && path == s.path) {
-      s.event.store(kEvNone);
-      t.count[e].fetch_sub(1);
-      found = true;
-    }
-  }
+  bool found = RemoveLocked(t, e, socket.substr(5));
   mem::Unlock(t.lock);
   return found;
+}
+
+void SetWorkerChannels(std::vector<int> write_fds) { g_worker_fds = std::move(write_fds); }
+
+bool SubscribeWorker(EventTable& t, EventId e, int rank) {
+  (void)mem::Lock(t.lock);
+  bool ok = AddLocked(t, e, WorkerPath(rank), 0);
+  mem::Unlock(t.lock);
+  return ok;
+}
+
+void UnsubscribeWorker(EventTable& t, EventId e, int rank) {
+  (void)mem::Lock(t.lock);
+  (void)RemoveLocked(t, e, WorkerPath(rank));
+  mem::Unlock(t.lock);
 }
 
 std::vector<SubscriberInfo> Subscribers(EventTable& t, int64_t now_ms) {
@@ -122,7 +161,9 @@ std::vector<SubscriberInfo> Subscribers(EventTable& t, int64_t now_ms) {
   ExpireLocked(t, now_ms);
   for (auto& s : t.subs) {
     uint32_t ev = s.event.load();
-    if (ev != kEvNone) v.push_back({EventName(static_cast<EventId>(ev)), std::string("unix:") + s.path, s.expire_ms.load()});
+    if (ev == kEvNone) continue;
+    std::string where = s.path[0] == '%' ? std::string("worker:") + (s.path + 2) : std::string("unix:") + s.path;
+    v.push_back({EventName(static_cast<EventId>(ev)), where, s.expire_ms.load()});
   }
   mem::Unlock(t.lock);
   return v;
@@ -143,6 +184,11 @@ void RaiseEvent(EventTable& t, EventId e, const std::vector<EventParam>& params,
     int64_t x = s.expire_ms.load();
     if (x != 0 && x <= now_ms) {
       expired_any = true;
+      continue;
+    }
+    if (s.path[0] == '%') {  // a worker's channel (inherited socketpair)
+      int wfd = WorkerFd(s.path);
+      if (wfd >= 0) (void)send(wfd, msg.data(), msg.size(), MSG_DONTWAIT);
       continue;
     }
     sockaddr_un sa{};

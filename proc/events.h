@@ -55,11 +55,22 @@ inline bool HasSubscribers(const EventTable& t, EventId e) {
 // Send the event to every live subscriber (expired ones are dropped).
 void RaiseEvent(EventTable& t, EventId e, const std::vector<EventParam>& params, int64_t now_ms);
 // Returns false with *err when the table is full or the socket is bad.
+// Only "unix:/path" and "unix:@abstract" sockets: the workers' channels
+// ("worker:N") are not for MI clients.
 bool Subscribe(EventTable& t, EventId e, const std::string& socket, int64_t expire_ms,
                std::string* err);
 // Remove one subscription (event, socket); false when there was none.
 bool Unsubscribe(EventTable& t, EventId e, const std::string& socket);
-// "unix:@name" is the abstract socket "\0name" (workers use these).
+
+// Workers receive events for their RESP subscribers on a datagram
+// socketpair the supervisor makes before forking: the read end goes to
+// worker N only, the write ends are inherited by the daemon's processes and
+// by nobody else, so no other local user can deliver (or forge) an event.
+// SetWorkerChannels() records the write ends (index = rank - 1) in every
+// process; a worker subscribes its channel as "worker:N".
+void SetWorkerChannels(std::vector<int> write_fds);
+bool SubscribeWorker(EventTable& t, EventId e, int rank);
+void UnsubscribeWorker(EventTable& t, EventId e, int rank);
 struct SubscriberInfo {
   std::string event, socket;
   int64_t expire_ms;

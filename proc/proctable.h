@@ -23,7 +23,7 @@ const char* RoleName(Role r);
 
 enum DoorStat : uint8_t {
   kDoorOpen, kDoorAccepted, kDoorRejected, kDoorCommands, kDoorErrors, kDoorBytesIn,
-  kDoorBytesOut, kDoorStatCount
+  kDoorBytesOut, kDoorOutputLimit, kDoorQueryLimit, kDoorStatCount
 };
 
 struct alignas(64) ProcEntry {
@@ -57,6 +57,15 @@ struct ProcTable {
   uint64_t pad2[8 - kDoorStatCount + 5];
   ProcEntry e[kMaxProcEntries];
   EventTable events;               // event subscribers (proc/events.h)
+  // RESP connections open across all workers (maxclients is exact): each
+  // worker adds before it keeps a connection and subtracts when it closes
+  // it; the supervisor gives back the open count of a worker that died.
+  std::atomic<int32_t> clients;
+  uint32_t pad4;
+  // Live limits (CONFIG SET), bytes; applied by each worker on its tick.
+  std::atomic<int64_t> live_proto_max_bulk;
+  std::atomic<int64_t> live_query_buf;
+  std::atomic<int64_t> live_output[2][3];  // class (normal, pubsub) x (hard, soft, seconds)
 };
 static_assert(offsetof(ProcTable, e) % 64 == 0);
 

@@ -54,7 +54,7 @@ if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 passed=$((passed + n - f)); failed=$((failed + f))
 
 stage "fuzz targets: corpus regression + 10 s of fresh input each"
-for t in ${FUZZ_TARGETS:-glob resp config mi}; do
+for t in ${FUZZ_TARGETS:-glob resp config mi http event}; do
   bin="$BUILD/fuzz/${t}_fuzz"
   if [ ! -x "$bin" ]; then echo "fuzz $t: not built"; failed=$((failed + 1)); continue; fi
   if "$bin" -runs=0 "test/fuzz/corpus/$t" > "$log/fz" 2>&1 &&

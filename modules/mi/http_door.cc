@@ -2,9 +2,10 @@
 // Copyright (c) 2026 the perfcached authors.
 //
 // Runs inside the MI process's event loop (libevent evhttp), never on a
-// worker. Off loopback every request needs "Authorization: Bearer <token>"
-// with a token from [secrets] http (the config refuses a non-loopback
-// listener without one). Counters in /metrics are the raw per-process sums:
+// worker. With a token in [secrets] http, every request (loopback too) needs
+// "Authorization: Bearer <token>" (the config refuses a non-loopback
+// listener without one); the Host header must name this listener (DNS
+// rebinding) and a POST must be application/json (cross-site forms). Counters in /metrics are the raw per-process sums:
 // a stats reset (MI, CONFIG RESETSTAT, POST /reset-stats) re-baselines what
 // MI and INFO show, never what Prometheus scrapes, so counters only rise.
 #include <event2/buffer.h>
@@ -12,15 +13,18 @@
 #include <event2/keyvalq_struct.h>
 
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "cache/table.h"
 #include "mem/arena.h"
+#include "modules/mi/http_checks.h"
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
 #include "proc/config.h"
 #include "proc/log.h"
 #include "proc/proctable.h"
+#include "proc/secret.h"
 
 namespace modules::mi_door {
 namespace {
@@ -29,6 +33,8 @@ struct Http {
   evhttp* http = nullptr;
   proc::ModuleProcContext* pc = nullptr;
   const mi::Registry* reg = nullptr;
+  std::string host;  // the listener's
+  int port = 0;
 };
 
 void Send(evhttp_request* req, int code, const char* reason, const std::string& body,
@@ -41,28 +47,31 @@ void Send(evhttp_request* req, int code, const char* reason, const std::string& 
   evbuffer_free(b);
 }
 
-bool PeerIsLoopback(evhttp_request* req) {
-  evhttp_connection* c = evhttp_request_get_connection(req);
-  char* addr = nullptr;
-  ev_uint16_t port = 0;
-  evhttp_connection_get_peer(c, &addr, &port);
-  std::string a = addr ? addr : "";
-  return a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
+// With a token configured, every request needs it, loopback included: a
+// browser on this host, any local user and a proxy all come from loopback.
+// Tokens are compared in constant time (libsodium), never with ==.
+bool Authorized(const Http& h, evhttp_request* req) {
+  if (h.pc->cfg->http_tokens.empty()) return true;  // FinishConfig: loopback listener only
+  const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+  std::string_view tok;
+  if (!auth || !BearerToken(auth, &tok)) return false;
+  bool ok = proc::SecretMatches(h.pc->cfg->http_tokens, tok);
+  proc::Wipe(const_cast<char*>(auth), std::strlen(auth));  // libevent's copy of the header
+  return ok;
 }
 
-bool Authorized(const Http& h, evhttp_request* req) {
-  if (PeerIsLoopback(req)) return true;
-  const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-  if (!auth || std::strncmp(auth, "Bearer ", 7) != 0) return false;
-  std::string_view tok(auth + 7);
-  bool ok = false;
-  for (const auto& t : h.pc->cfg->http_tokens) {
-    if (t.size() != tok.size()) continue;
-    unsigned char diff = 0;
-    for (size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(t[i] ^ tok[i]);
-    ok |= diff == 0;
-  }
-  return ok;
+// DNS rebinding: a page from evil.example that re-resolves to 127.0.0.1
+// still sends "Host: evil.example" (http_checks.h says what is accepted).
+bool HostAllowed(const Http& h, evhttp_request* req) {
+  const char* hv = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+  return hv && HostHeaderAllowed(hv, h.host, h.port, h.pc->cfg->http_hosts);
+}
+
+// A cross-site form or fetch() without a preflight can only send
+// text/plain, form or multipart bodies: POSTs here must be JSON.
+bool JsonBody(evhttp_request* req) {
+  const char* ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+  return ct && IsJsonContentType(ct);
 }
 
 std::string Label(const std::string& v) {
@@ -132,6 +141,10 @@ std::string Metrics(proc::ModuleProcContext& pc) {
       {"perfcached_resp_errors_total", proc::kDoorErrors, "RESP error replies."},
       {"perfcached_resp_bytes_in_total", proc::kDoorBytesIn, "Bytes read from RESP clients."},
       {"perfcached_resp_bytes_out_total", proc::kDoorBytesOut, "Bytes written to RESP clients."},
+      {"perfcached_resp_output_limit_disconnections_total", proc::kDoorOutputLimit,
+       "RESP clients closed over client-output-buffer-limit."},
+      {"perfcached_resp_query_limit_disconnections_total", proc::kDoorQueryLimit,
+       "RESP clients closed over client-query-buffer-limit."},
   };
   Metric(&o, "perfcached_resp_connections", "gauge", "Open RESP connections.");
   o += "perfcached_resp_connections " + std::to_string(proc::DoorSum(pt, proc::kDoorOpen)) + "\n";
@@ -184,11 +197,30 @@ bool Healthy(proc::ModuleProcContext& pc, std::string* why) {
   return true;
 }
 
+void Serve(evhttp_request* req, Http& h);
+
+// No input may throw out of a libevent callback (it would abort the process).
 void OnRequest(evhttp_request* req, void* arg) {
-  auto& h = *static_cast<Http*>(arg);
+  try {
+    Serve(req, *static_cast<Http*>(arg));
+  } catch (const std::exception& e) {
+    LOG_ERR("HTTP door: %s", e.what());
+    Send(req, 500, "Internal Server Error", "{\"error\":\"internal error\"}");
+  }
+}
+
+void Serve(evhttp_request* req, Http& h) {
+  if (!HostAllowed(h, req)) {
+    Send(req, 421, "Misdirected Request", "{\"error\":\"Host does not name this listener\"}");
+    return;
+  }
   if (!Authorized(h, req)) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-    Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required off loopback\"}");
+    Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required\"}");
+    return;
+  }
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_POST && !JsonBody(req)) {
+    Send(req, 415, "Unsupported Media Type", "{\"error\":\"POST needs Content-Type: application/json\"}");
     return;
   }
   const char* uri = evhttp_request_get_uri(req);
@@ -249,7 +281,7 @@ void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registr
   std::string host;
   int port;
   if (!proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
-  auto* h = new Http{evhttp_new(base), &pc, &reg};
+  auto* h = new Http{evhttp_new(base), &pc, &reg, host, port};
   evhttp_set_max_body_size(h->http, 64 * 1024);
   evhttp_set_max_headers_size(h->http, 16 * 1024);
   evhttp_set_timeout(h->http, 10);

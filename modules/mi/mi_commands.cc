@@ -51,6 +51,14 @@ bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err) {
   return true;
 }
 
+// now + seconds as an absolute time in ms; false when it would overflow
+// (Redis answers "invalid expire time" there instead of wrapping around).
+bool Deadline(int64_t seconds, int64_t now_ms, int64_t* at) {
+  if (seconds <= 0 || seconds > (INT64_MAX - now_ms) / 1000) return false;
+  *at = now_ms + seconds * 1000;
+  return true;
+}
+
 int64_t TtlSeconds(const cache::ReadInfo& ri, int64_t now) {
   if (ri.expire_ms == 0) return -1;
   int64_t left = ri.expire_ms - now;
@@ -299,7 +307,10 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         proc::EventId id = proc::EventFromName(ev);
         if (id == proc::kEvNone) return mi::MiError(400, "unknown event");
         if (expire < 0) return mi::MiParamError("Bad type for parameter 'expire'");
-        int64_t at = expire == 0 ? 0 : cache::NowMs(*e->pc.ctx) + expire * 1000;
+        int64_t at = 0;
+        if (expire > 0 && !Deadline(expire, cache::NowMs(*e->pc.ctx), &at)) {
+          return mi::MiParamError("invalid expire time: too large");
+        }
         if (!proc::Subscribe(e->pc.procs->events, id, sock, at, &err)) return mi::MiError(400, err);
         return mi::MiOk();
       });
@@ -422,7 +433,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (ttl < 0) return mi::MiParamError("Bad type for parameter 'ttl'");
         if (!Table(*e, p, &t, &err)) return err;
         cache::StoreOpts o;
-        if (ttl > 0) o.expire_ms = cache::NowMs(*e->pc.ctx) + ttl * 1000;
+        if (ttl > 0 && !Deadline(ttl, cache::NowMs(*e->pc.ctx), &o.expire_ms)) {
+          return mi::MiParamError("invalid expire time: too large");
+        }
         mem::Status s = cache::Set(*e->pc.ctx, t, key, value, o);
         if (s == mem::Status::kNoMem) return mi::MiError(500, "out of memory");
         if (s != mem::Status::kOk) return mi::MiError(500, "store failed");
@@ -579,7 +592,10 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
           return true;
         });
         int64_t n = 0;
-        int64_t at = ttl > 0 ? cache::NowMs(*e->pc.ctx) + ttl * 1000 : 0;
+        int64_t at = 0;
+        if (ttl > 0 && !Deadline(ttl, cache::NowMs(*e->pc.ctx), &at)) {
+          return mi::MiParamError("invalid expire time: too large");
+        }
         for (const auto& k : keys) {
           bool changed = false;
           if (cache::SetExpire(*e->pc.ctx, t, k, at, cache::ExpireCond::kAlways, &changed) ==

@@ -23,16 +23,20 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "mi/mi.h"
 #include "modules/mi/mi_module.h"
 
 #include <event2/event.h>
+#include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
 
@@ -41,13 +45,21 @@ namespace {
 
 constexpr size_t kFifoBuf = 4096;
 
-// fifo_user / fifo_group: a name or a number; a user also gives its group.
+// fifo_user / fifo_group: a name or a number (checked by FinishConfig); a
+// user also gives its group. Never throws: a bad value is logged.
+bool NumericId(const std::string& s, unsigned long* out) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && *out < 4294967295ul;
+}
+
 bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid, gid_t* gid) {
   *uid = static_cast<uid_t>(-1);
   *gid = static_cast<gid_t>(-1);
+  unsigned long id;
   if (!user.empty()) {
     const passwd* pw = getpwnam(user.c_str());
-    if (!pw && user.find_first_not_of("0123456789") == std::string::npos) pw = getpwuid(static_cast<uid_t>(std::stoul(user)));
+    if (!pw && NumericId(user, &id)) pw = getpwuid(static_cast<uid_t>(id));
     if (!pw) {
       LOG_ERR("MI FIFO: unknown fifo_user '%s'", user.c_str());
       return false;
@@ -57,7 +69,7 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
   }
   if (!group.empty()) {
     const struct group* gr = getgrnam(group.c_str());
-    if (!gr && group.find_first_not_of("0123456789") == std::string::npos) gr = getgrgid(static_cast<gid_t>(std::stoul(group)));
+    if (!gr && NumericId(group, &id)) gr = getgrgid(static_cast<gid_t>(id));
     if (!gr) {
       LOG_ERR("MI FIFO: unknown fifo_group '%s'", group.c_str());
       return false;
@@ -67,16 +79,29 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
   return true;
 }
 
-bool MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
+// Make the FIFO with exactly `mode` (umask cleared around mkfifo: no chmod
+// by path), then open it for reading without following a symlink and check
+// it is the FIFO we made; ownership is changed through that descriptor
+// (fchown), so a symlink planted at the path is never followed. Returns
+// the read descriptor, or -1.
+int MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
   std::string dir = path.substr(0, path.rfind('/'));
   if (!dir.empty()) mkdir(dir.c_str(), 0755);  // /run/perfcached: fine if it exists
   unlink(path.c_str());
-  if (mkfifo(path.c_str(), mode) != 0) {
+  mode_t old = umask(0);
+  int rc = mkfifo(path.c_str(), mode);
+  umask(old);
+  if (rc != 0) {
     LOG_ERR("MI FIFO: mkfifo %s: %s", path.c_str(), std::strerror(errno));
-    return false;
+    return -1;
   }
-  chmod(path.c_str(), mode);
-  return lstat(path.c_str(), st) == 0;
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 || fstat(fd, st) != 0 || !S_ISFIFO(st->st_mode)) {
+    LOG_ERR("MI FIFO: %s is not the FIFO just made: %s", path.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // The FIFO at `path` is still the one we made.
@@ -143,12 +168,16 @@ int OpenDatagram(const std::string& path) {
   std::memcpy(sa.sun_path, path.c_str(), path.size());
   unlink(path.c_str());
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  // The socket file is created 0660 by bind itself (umask), never chmod'ed
+  // by path afterwards (a path can be swapped for a symlink in between).
+  mode_t old = umask(0117);
+  int rc = fd < 0 ? -1 : bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  umask(old);
+  if (rc != 0) {
     LOG_ERR("MI datagram: bind %s: %s", path.c_str(), std::strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
-  chmod(path.c_str(), 0660);
   int sz = 1 << 20;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
   return fd;
@@ -184,9 +213,17 @@ struct MiState {
   event* dgram_ev = nullptr;
   struct stat made {};
   mode_t mode = 0600;
-  std::string buf;
+  std::string buf;             // an unfinished request (held at most kHoldMs)
+  int64_t held_since_ms = 0;
+  bool drained = true;         // the last read emptied the pipe
+  bool skipping = false;       // following the rest of an oversize request
+  mi::JsonScanner skip;
+  int64_t last_data_ms = 0;
   int idle_ticks = 0;
 };
+
+// An unfinished request is held this long for the rest of its bytes.
+constexpr int64_t kHoldMs = 1000;
 
 void OnFifo(evutil_socket_t, short, void* arg);
 
@@ -199,21 +236,24 @@ void OpenFifo(MiState& st) {
   if (st.rfd >= 0) close(st.rfd);
   if (st.wfd >= 0) close(st.wfd);
   st.rfd = st.wfd = -1;
-  if (!MakeFifo(cfg.mi_fifo, st.mode, &st.made)) return;
+  st.rfd = MakeFifo(cfg.mi_fifo, st.mode, &st.made);
+  if (st.rfd < 0) return;
   uid_t uid;
   gid_t gid;
   if (!cfg.mi_fifo_user.empty() || !cfg.mi_fifo_group.empty()) {
-    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid) ||
-        chown(cfg.mi_fifo.c_str(), uid, gid) != 0) {
+    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid) || fchown(st.rfd, uid, gid) != 0) {
       LOG_ERR("MI FIFO: cannot give %s to %s:%s: %s", cfg.mi_fifo.c_str(), cfg.mi_fifo_user.c_str(),
               cfg.mi_fifo_group.c_str(), std::strerror(errno));
     }
-    lstat(cfg.mi_fifo.c_str(), &st.made);
+    fstat(st.rfd, &st.made);
   }
-  st.rfd = open(cfg.mi_fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // keep a writer
-  if (st.rfd < 0 || st.wfd < 0) {
+  st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);  // keep a writer
+  struct stat w;
+  if (st.wfd < 0 || fstat(st.wfd, &w) != 0 || w.st_ino != st.made.st_ino || w.st_dev != st.made.st_dev) {
     LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
+    if (st.wfd >= 0) close(st.wfd);
+    close(st.rfd);
+    st.rfd = st.wfd = -1;
     return;
   }
   st.fifo_ev = event_new(st.base, st.rfd, EV_READ | EV_PERSIST, &OnFifo, &st);
@@ -221,19 +261,63 @@ void OpenFifo(MiState& st) {
   LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
 }
 
+void ServeFifo(MiState& st);
+
+// No input may throw out of a libevent callback (it would abort the process).
 void OnFifo(evutil_socket_t, short, void* arg) {
-  auto& st = *static_cast<MiState*>(arg);
+  try {
+    ServeFifo(*static_cast<MiState*>(arg));
+  } catch (const std::exception& e) {
+    LOG_ERR("MI FIFO: request dropped: %s", e.what());
+    static_cast<MiState*>(arg)->buf.clear();
+  }
+}
+
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Answer the unfinished request held in st.buf with -32700 and forget it.
+void DropHeld(MiState& st, const char* why) {
+  std::string name;
+  if (mi::HeldReplyName(st.buf, &name) && !name.empty() && mi::ValidReplyName(name)) {
+    WriteReply(st.cfg->mi_reply_dir, name, mi::Serialize(mi::ProcessText(st.reg, "{")));
+  }
+  LOG_WARN("MI FIFO: %s: answered -32700", why);
+  st.buf.clear();
+  st.held_since_ms = 0;
+}
+
+void ServeFifo(MiState& st) {
   st.idle_ticks = 0;
   char chunk[kFifoBuf];
-  size_t room = st.buf.size() < kFifoBuf ? kFifoBuf - st.buf.size() : 0;
-  if (room == 0) {
-    LOG_WARN("MI FIFO: request larger than %zu bytes dropped", kFifoBuf);
-    st.buf.clear();
-    room = kFifoBuf;
-  }
+  size_t room = kFifoBuf - st.buf.size();  // st.buf stays below kFifoBuf between reads
   ssize_t n = read(st.rfd, chunk, room);
   if (n <= 0) return;
-  st.buf.append(chunk, static_cast<size_t>(n));
+  std::string_view in(chunk, static_cast<size_t>(n));
+  // When the previous read emptied the pipe, this one starts where a
+  // client's write started (writes up to PIPE_BUF are atomic).
+  bool boundary = st.drained;
+  st.drained = static_cast<size_t>(n) < room;
+  int64_t now = MonoMs();
+  st.last_data_ms = now;
+  if (st.skipping) {  // the rest of a request too large to hold
+    if (boundary && in[0] == ':') {
+      st.skipping = false;
+    } else {
+      size_t k = st.skip.Feed(in);
+      if (k == std::string_view::npos) return;
+      st.skipping = false;
+      in.remove_prefix(k);
+    }
+  }
+  // A new client's frame never continues an unfinished request.
+  if (!st.buf.empty() && boundary && !in.empty() && in[0] == ':') {
+    DropHeld(st, "unfinished request followed by a new one");
+  }
+  st.buf.append(in);
   size_t pos = 0;
   for (;;) {
     mi::Frame f;
@@ -254,11 +338,30 @@ void OnFifo(evutil_socket_t, short, void* arg) {
     }
   }
   st.buf.erase(0, pos);
+  if (st.buf.size() >= kFifoBuf) {
+    // Too large to hold: answered now; its remaining bytes are followed
+    // (not kept) to the end of its JSON value, then framing goes on.
+    st.skip = mi::JsonScanner{};
+    size_t js = mi::FrameJsonStart(st.buf);
+    bool ended = js != std::string_view::npos &&
+                 st.skip.Feed(std::string_view(st.buf).substr(js)) != std::string_view::npos;
+    DropHeld(st, "request larger than 4096 bytes");
+    st.skipping = !ended;
+  }
+  if (st.buf.empty()) {
+    st.held_since_ms = 0;
+  } else if (st.held_since_ms == 0) {
+    st.held_since_ms = now;
+  }
 }
 
 void OnDatagram(evutil_socket_t, short, void* arg) {
   auto& st = *static_cast<MiState*>(arg);
-  ServeDatagram(st.dfd, st.reg);
+  try {
+    ServeDatagram(st.dfd, st.reg);
+  } catch (const std::exception& e) {
+    LOG_ERR("MI datagram: request dropped: %s", e.what());
+  }
 }
 
 void OnTick(evutil_socket_t, short, void* arg) {
@@ -267,6 +370,11 @@ void OnTick(evutil_socket_t, short, void* arg) {
     event_base_loopbreak(st.base);
     return;
   }
+  int64_t now = MonoMs();
+  if (!st.buf.empty() && st.held_since_ms && now - st.held_since_ms >= kHoldMs) {
+    DropHeld(st, "request unfinished for 1 s");
+  }
+  if (st.skipping && now - st.last_data_ms >= kHoldMs) st.skipping = false;
   // Every 30 s of FIFO idleness: is it still our FIFO? Recreate it if not.
   if (!st.cfg->mi_fifo.empty() && ++st.idle_ticks >= 60) {
     st.idle_ticks = 0;
@@ -285,8 +393,10 @@ void RunMi(proc::ModuleProcContext& pc) {
   st.cfg = pc.cfg;
   st.base = event_base_new();
   RegisterCommands(st.reg, pc);
-  st.mode = static_cast<mode_t>(std::strtol(pc.cfg->mi_fifo_mode.c_str(), nullptr, 8));
-  if (st.mode == 0) st.mode = 0600;
+  unsigned mode = 0600;
+  std::string merr;
+  if (!proc::ParseFifoMode(pc.cfg->mi_fifo_mode, &mode, &merr)) LOG_ERR("%s: using 0600", merr.c_str());
+  st.mode = static_cast<mode_t>(mode);
   if (!pc.cfg->mi_fifo.empty()) OpenFifo(st);
   if (!pc.cfg->mi_datagram.empty()) {
     st.dfd = OpenDatagram(pc.cfg->mi_datagram);

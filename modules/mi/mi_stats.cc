@@ -31,6 +31,8 @@ constexpr DoorStatName kDoorStats[] = {
     {"accepted", proc::kDoorAccepted}, {"rejected", proc::kDoorRejected},
     {"commands", proc::kDoorCommands}, {"errors", proc::kDoorErrors},
     {"bytes_in", proc::kDoorBytesIn},  {"bytes_out", proc::kDoorBytesOut},
+    {"output_limit_disconnections", proc::kDoorOutputLimit},
+    {"query_limit_disconnections", proc::kDoorQueryLimit},
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "modules/resp/command.h"
 
 #include "proc/events.h"
+#include "proc/log.h"
 
 #include <cctype>
 #include <charconv>
@@ -148,8 +149,30 @@ void InitEnv(Env& e) {
   e.timeout_s = cfg.timeout;
 }
 
+namespace {
+// Cross-protocol scripting (a browser POSTing to the RESP port): HTTP's
+// "POST" request line or a "Host:" header read as a command. As redis-server
+// does: log (at most once a minute), reply nothing, close, run nothing that
+// follows on this connection.
+bool SecurityWarning(net::Conn& c, std::string_view name) {
+  if (!EqNoCase(name, "post") && !EqNoCase(name, "host:")) return false;
+  static int64_t last_logged = 0;
+  int64_t now = net::WallMs();
+  if (now - last_logged > 60000) {
+    last_logged = now;
+    LOG_WARN("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: "
+             "commands to perfcached (from %s). This is likely an attempt at cross-protocol "
+             "scripting. Connection aborted.",
+             c.addr.c_str());
+  }
+  c.close_after_write = true;
+  return true;
+}
+}  // namespace
+
 void Dispatch(Env& e, net::Conn& c) {
   std::string_view name = c.argv[0];
+  if (SecurityWarning(c, name)) return;
   const CommandSpec* spec = nullptr;
   if (!name.empty()) {
     for (const CommandSpec* s : e.by_shape[Shape(name)]) {
@@ -159,7 +182,7 @@ void Dispatch(Env& e, net::Conn& c) {
       }
     }
   }
-  CmdCtx ctx{e, c, std::span<const std::string_view>(c.argv), net::Reply(&c.out)};
+  CmdCtx ctx{e, c, std::span<const std::string_view>(c.argv), net::Reply(&c.out, c.out_cap)};
   c.last_cmd = spec ? spec->name : "NULL";
   if (!spec) {
     // Exactly redis-server's text: the name and up to 128 bytes of arguments.
@@ -190,6 +213,7 @@ void Dispatch(Env& e, net::Conn& c) {
   }
   size_t before = c.out.size();
   spec->handler(ctx);
+  if (ctx.r.over()) c.out_over = true;  // the server closes it (client-output-buffer-limit)
   // E_PERF_NOMEM: a write refused because the arena is full (subscribers only).
   if (proc::HasSubscribers(e.procs->events, proc::kEvNomem) && c.out.size() > before + 4 &&
       c.out.compare(before, 4, "-OOM") == 0 && c.argv.size() >= 2) {

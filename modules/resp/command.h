@@ -62,11 +62,11 @@ struct Env {
   int64_t start_ms = 0;
   int timeout_s = 0;                          // CONFIG SET timeout
   std::string scratch;
-  // Pub/sub: connections of this worker in subscribed mode, and the
-  // worker's event socket ("unix:@perfcached.<supervisor>.<rank>"); the
-  // worker subscribes it to every event while the count is non-zero.
+  // Pub/sub: connections of this worker in subscribed mode, and the rank
+  // whose event channel ("worker:N", proc/events.h) the worker subscribes
+  // to every event while the count is non-zero (0: no channel).
   int pubsub_conns = 0;
-  std::string event_socket;
+  int event_rank = 0;
 };
 
 struct CmdCtx {

@@ -172,6 +172,7 @@ void CmdKeys(CmdCtx& c) {
     std::string pattern;
     uint64_t cursor = 0;
     std::vector<std::string> keys;
+    size_t bytes = 0;
     bool started = false;
   };
   auto st = std::make_shared<State>();
@@ -183,17 +184,27 @@ void CmdKeys(CmdCtx& c) {
     if (st->pattern != "*") f.glob = st->pattern;
     uint64_t next = 0;
     Status s = cache::ScanStep(*env->ctx, table, st->cursor, kKeysSlice, f,
-                               [&](const cache::ScanItem& it) { st->keys.emplace_back(it.key); },
+                               [&](const cache::ScanItem& it) {
+                                 st->keys.emplace_back(it.key);
+                                 st->bytes += it.key.size() + 16;
+                               },
                                &next);
-    net::Reply r(&conn.out);
+    net::Reply r(&conn.out, conn.out_cap);
     if (s != Status::kOk) {
       r.Error("ERR the selected collection changed during KEYS");
+      return true;
+    }
+    // The reply being collected counts against client-output-buffer-limit
+    // while it is collected: over it, stop and let the server close.
+    if (conn.out_cap != SIZE_MAX && conn.out.size() + st->bytes > conn.out_cap) {
+      conn.out_over = true;
       return true;
     }
     st->cursor = next;
     if (next != 0) return false;
     r.Array(st->keys.size());
     for (const auto& k : st->keys) r.Bulk(k);
+    if (r.over()) conn.out_over = true;
     return true;
   };
 }

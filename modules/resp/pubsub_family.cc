@@ -8,8 +8,8 @@
 //                       __keyspace@<db>__:<key>    (message: "expired")
 //   other events    ->  __perfcached__:<EVENT>     (message: the JSON params)
 // <db> is the SELECT index of the collection (its name if it has none).
-// Events reach the workers as datagrams on each worker's abstract socket
-// (proc/events.h); a worker is subscribed to them only while one of its
+// Events reach the workers as datagrams on each worker's event channel, a
+// socketpair only the daemon's processes can write to (proc/events.h); a worker is subscribed to them only while one of its
 // connections is in subscribed mode, so with no subscriber nothing is sent.
 // Not built: PUBLISH between clients (unknown command, as before).
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "cache/glob.h"
 #include "mi/mi.h"
 #include "modules/resp/command.h"
+#include "modules/resp/event_decode.h"
 #include "proc/events.h"
 
 namespace modules::resp {
@@ -25,12 +26,12 @@ namespace {
 size_t Count(const net::Conn& c) { return c.channels.size() + c.patterns.size(); }
 
 void SetWorkerSubscribed(Env& e, bool on) {
+  if (e.event_rank <= 0) return;
   for (uint32_t ev = 1; ev < proc::kEvCount; ++ev) {
-    std::string err;
     if (on) {
-      (void)proc::Subscribe(e.procs->events, static_cast<proc::EventId>(ev), e.event_socket, 0, &err);
+      (void)proc::SubscribeWorker(e.procs->events, static_cast<proc::EventId>(ev), e.event_rank);
     } else {
-      (void)proc::Unsubscribe(e.procs->events, static_cast<proc::EventId>(ev), e.event_socket);
+      proc::UnsubscribeWorker(e.procs->events, static_cast<proc::EventId>(ev), e.event_rank);
     }
   }
 }
@@ -128,25 +129,9 @@ void PubSubLeave(Env& e, net::Conn& c) {
 }
 
 void PubSubDeliver(Env& e, std::string_view datagram) {
-  mi::Json ev = mi::Json::parse(datagram.begin(), datagram.end(), nullptr, false);
-  if (ev.is_discarded() || !ev.is_object() || !ev.contains("method") || !ev["method"].is_string()) return;
-  std::string name = ev["method"].get<std::string>();
-  const mi::Json& params = ev.contains("params") ? ev["params"] : mi::Json::object();
-  if (name == "E_PERF_EXPIRED" && params.contains("collection") && params.contains("key")) {
-    std::string coll = params["collection"].get<std::string>();
-    std::string key = params["key"].get<std::string>();
-    std::string db = coll;
-    for (size_t i = 0; i < e.db_names.size(); ++i) {
-      if (e.db_names[i] == coll) {
-        db = std::to_string(i);
-        break;
-      }
-    }
-    Publish(e, "__keyevent@" + db + "__:expired", key);
-    Publish(e, "__keyspace@" + db + "__:" + key, "expired");
-    return;
-  }
-  Publish(e, "__perfcached__:" + name, mi::Serialize(params));
+  std::vector<Publication> pubs;
+  if (!DecodeEvent(datagram, e.db_names, &pubs)) return;
+  for (const auto& p : pubs) Publish(e, p.channel, p.message);
 }
 
 }  // namespace modules::resp

@@ -10,6 +10,7 @@
 #include "cache/glob.h"
 #include "mem/arena.h"
 #include "modules/resp/command.h"
+#include "proc/secret.h"
 #include "proc/log.h"
 
 namespace modules::resp {
@@ -57,18 +58,10 @@ void CmdQuit(CmdCtx& c) {
   c.conn.close_after_write = true;
 }
 
-// True when `pass` matches one of the configured secrets (rotation: any).
+// True when `pass` matches one of the configured secrets (rotation: any);
+// constant time over content and length (proc/secret.h).
 bool CheckPassword(const Env& e, std::string_view pass) {
-  bool ok = false;
-  for (const auto& s : e.cfg->resp_secrets) {
-    // Compare every secret fully: no early exit on the first byte.
-    if (s.size() == pass.size()) {
-      unsigned char diff = 0;
-      for (size_t i = 0; i < s.size(); ++i) diff |= static_cast<unsigned char>(s[i] ^ pass[i]);
-      ok |= diff == 0;
-    }
-  }
-  return ok;
+  return proc::SecretMatches(e.cfg->resp_secrets, pass);
 }
 
 // Shared by AUTH and HELLO ... AUTH. Replies on failure.
@@ -83,7 +76,11 @@ bool DoAuth(CmdCtx& c, std::string_view user, std::string_view pass, bool with_u
         "you sure your configuration is correct?");
     return false;
   }
-  if (user != "default" || !CheckPassword(c.env, pass)) {
+  bool ok = CheckPassword(c.env, pass) && user == "default";
+  // The password's bytes in the connection's input buffer are not needed
+  // again: wipe them (the argument points into the buffer or the parser).
+  proc::Wipe(const_cast<char*>(pass.data()), pass.size());
+  if (!ok) {
     c.r.Error("WRONGPASS invalid username-password pair or user is disabled.");
     return false;
   }
@@ -287,6 +284,10 @@ void CmdInfo(CmdCtx& c) {
          std::to_string(proc::DoorSum(*e.procs, proc::kDoorBytesOut)) +
          "\r\nrejected_connections:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorRejected)) +
          "\r\ntotal_error_replies:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorErrors)) +
+         "\r\nclient_query_buffer_limit_disconnections:" +
+         std::to_string(proc::DoorSum(*e.procs, proc::kDoorQueryLimit)) +
+         "\r\nclient_output_buffer_limit_disconnections:" +
+         std::to_string(proc::DoorSum(*e.procs, proc::kDoorOutputLimit)) +
          "\r\nexpired_keys:" + std::to_string(expired) + "\r\nevicted_keys:0\r\nkeyspace_hits:" +
          std::to_string(hits) + "\r\nkeyspace_misses:" + std::to_string(misses) + "\r\n\r\n";
   }
@@ -366,7 +367,8 @@ struct LiveParam {
 constexpr LiveParam kConfigParams[] = {
     {"timeout", true},       {"loglevel", true},  {"maxclients", false},
     {"databases", false},    {"port", false},     {"bind", false},
-    {"maxmemory", false},    {"maxmemory-policy", false}, {"proto-max-bulk-len", false},
+    {"maxmemory", false},    {"maxmemory-policy", false}, {"proto-max-bulk-len", true},
+    {"client-query-buffer-limit", true}, {"client-output-buffer-limit", true},
     {"save", false},         {"appendonly", false},
 };
 
@@ -381,7 +383,17 @@ std::string ConfigValue(const Env& e, std::string_view name) {
   if (name == "bind") return e.cfg->resp.substr(0, e.cfg->resp.rfind(':'));
   if (name == "maxmemory") return std::to_string(e.ctx->arena.cap_bytes());
   if (name == "maxmemory-policy") return "noeviction";
-  if (name == "proto-max-bulk-len") return std::to_string(uint64_t(e.cfg->max_value_mb) << 20);
+  if (name == "proto-max-bulk-len") return std::to_string(e.procs->live_proto_max_bulk.load());
+  if (name == "client-query-buffer-limit") return std::to_string(e.procs->live_query_buf.load());
+  if (name == "client-output-buffer-limit") {
+    std::string o;
+    const char* kClass[2] = {"normal", "pubsub"};
+    for (int k = 0; k < 2; ++k) {
+      o += std::string(k ? " " : "") + kClass[k];
+      for (int f = 0; f < 3; ++f) o += " " + std::to_string(e.procs->live_output[k][f].load());
+    }
+    return o;
+  }
   if (name == "save") return "";
   if (name == "appendonly") return "no";
   return "";
@@ -428,6 +440,33 @@ void CmdConfig(CmdCtx& c) {
           }
         }
         c.env.procs->live_loglevel.store(static_cast<int32_t>(l));
+      } else if (EqNoCase(k, "proto-max-bulk-len") || EqNoCase(k, "client-query-buffer-limit")) {
+        int64_t x;
+        if (!proc::ParseMemSize(v, &x) || x < (int64_t{1} << 20)) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                    "') - argument must be a memory value of at least 1mb");
+          return;
+        }
+        (EqNoCase(k, "proto-max-bulk-len") ? c.env.procs->live_proto_max_bulk
+                                           : c.env.procs->live_query_buf).store(x);
+      } else if (EqNoCase(k, "client-output-buffer-limit")) {
+        proc::Config tmp;
+        tmp.output_normal = {c.env.procs->live_output[0][0].load(), c.env.procs->live_output[0][1].load(),
+                             c.env.procs->live_output[0][2].load()};
+        tmp.output_pubsub = {c.env.procs->live_output[1][0].load(), c.env.procs->live_output[1][1].load(),
+                             c.env.procs->live_output[1][2].load()};
+        std::string err;
+        if (!proc::ParseOutputLimits(v, &tmp, &err)) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - " +
+                    err);
+          return;
+        }
+        const proc::Config::OutputLimit* ol[2] = {&tmp.output_normal, &tmp.output_pubsub};
+        for (int cl = 0; cl < 2; ++cl) {
+          c.env.procs->live_output[cl][0].store(ol[cl]->hard);
+          c.env.procs->live_output[cl][1].store(ol[cl]->soft);
+          c.env.procs->live_output[cl][2].store(ol[cl]->soft_s);
+        }
       } else {
         bool known = false;
         for (const auto& p : kConfigParams) known |= EqNoCase(k, p.name);

@@ -68,5 +68,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (pos <= before) std::abort();  // every other result consumes bytes
     if (r == mi::FrameResult::kRequest) CheckReply(mi::Dispatch(Reg(), f.request));
   }
+  // The helpers the MI process uses on a held / oversize request.
+  std::string name;
+  if (mi::HeldReplyName(in, &name) && name.size() >= in.size()) std::abort();
+  size_t js = mi::FrameJsonStart(in);
+  if (js != std::string_view::npos && js > in.size()) std::abort();
+  // JsonScanner fed in two pieces finds the same end as in one.
+  mi::JsonScanner one, two;
+  size_t whole = one.Feed(in);
+  size_t cut = in.size() / 2;
+  size_t a = two.Feed(in.substr(0, cut));
+  size_t b = a == std::string_view::npos ? two.Feed(in.substr(cut)) : std::string_view::npos;
+  size_t split = a != std::string_view::npos ? a : (b == std::string_view::npos ? b : cut + b);
+  if (whole != split || (whole != std::string_view::npos && whole > in.size())) std::abort();
   return 0;
 }

@@ -427,6 +427,26 @@ void CheckSplit(std::string_view line) {
 
 }  // namespace
 
+// Before AUTH (issue 8): no command with more than kUnauthMaxArgs
+// multibulk arguments or a bulk over kUnauthMaxBulk is ever returned, and
+// such a frame is refused with Redis 7's texts.
+void CheckUnauthenticated(std::string_view in) {
+  net::RespParser p(Limits());
+  p.set_unauthenticated(true);
+  size_t pos = 0;
+  for (int guard = 0; guard < 4096 && pos < in.size(); ++guard) {
+    net::RespParser::Result r = p.Parse(in.data(), in.size(), &pos);
+    if (r == net::RespParser::Result::kNeedMore) break;
+    if (r == net::RespParser::Result::kError) break;
+    if (!p.args().empty()) {
+      if (p.args().size() > net::kUnauthMaxArgs) std::abort();
+      for (const auto& a : p.args()) {
+        if (a.len > net::kUnauthMaxBulk) std::abort();
+      }
+    }
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view all(reinterpret_cast<const char*>(data), size);
@@ -442,5 +462,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   CheckSplit(stream.substr(0, 1024));
+  CheckUnauthenticated(stream);
   return 0;
 }

@@ -34,7 +34,8 @@ class HttpDoor(unittest.TestCase):
     @classmethod
     def request(cls, method, path, body=None):
         c = http.client.HTTPConnection("127.0.0.1", cls.http_port, timeout=10)
-        c.request(method, path, body=body)
+        headers = {"Content-Type": "application/json"} if method == "POST" else {}
+        c.request(method, path, body=body, headers=headers)
         r = c.getresponse()
         data = r.read()
         c.close()

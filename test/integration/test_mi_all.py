@@ -62,7 +62,7 @@ class Transport:
 
     def http(self, req):
         c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        c.request("POST", "/mi", body=req)
+        c.request("POST", "/mi", body=req, headers={"Content-Type": "application/json"})
         body = c.getresponse().read()
         c.close()
         return body

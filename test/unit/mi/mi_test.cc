@@ -184,3 +184,31 @@ TEST(FifoFrame, BadNamesAndBadJson) {
   CHECK_FALSE(mi::ValidReplyName("a\\b"));
   CHECK(mi::ValidReplyName("opensips_fifo_reply_11893_1796014809_224671"));
 }
+
+// Issue 8 item 7: an unfinished request ends where the next frame starts.
+TEST(FifoFrame, UnfinishedRequestNeverSwallowsTheNextFrame) {
+  mi::Frame f;
+  size_t pos = 0;
+  std::string b = ":first:{\"jsonrpc\": \"2.0\", \"id\": \"1\", \"method\": "
+                  ":second:{\"jsonrpc\":\"2.0\",\"id\":\"2\",\"method\":\"which\"}";
+  CHECK(mi::ParseFifoFrame(b, &pos, &f) == mi::FrameResult::kBadJson);
+  STRCMP_EQUAL("first", f.reply_name.c_str());
+  CHECK(mi::ParseFifoFrame(b, &pos, &f) == mi::FrameResult::kRequest);
+  STRCMP_EQUAL("second", f.reply_name.c_str());
+  pos = 0;  // cut inside a string: the new frame's '{"' closes it
+  std::string c = ":first:{\"jsonrpc\": \"2.0\", \"method\": \"ver"
+                  ":second:{\"jsonrpc\":\"2.0\",\"id\":\"2\",\"method\":\"which\"}";
+  CHECK(mi::ParseFifoFrame(c, &pos, &f) == mi::FrameResult::kBadJson);
+  CHECK(mi::ParseFifoFrame(c, &pos, &f) == mi::FrameResult::kRequest);
+  STRCMP_EQUAL("second", f.reply_name.c_str());
+  pos = 0;  // a value that merely contains ":x:" is not a frame start
+  std::string d = ":r:{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"perf_set\",\"params\":[\"a:x:b\"";
+  CHECK(mi::ParseFifoFrame(d, &pos, &f) == mi::FrameResult::kNeedMore);
+}
+
+TEST(FifoFrame, JsonScannerFollowsAValue) {
+  mi::JsonScanner s;
+  CHECK_EQUAL(std::string_view::npos, s.Feed("{\"a\":\"}:x:{"));
+  CHECK_EQUAL(std::string_view::npos, s.Feed("\\\"\",\"b\":[1,{}"));
+  CHECK_EQUAL(2u, s.Feed("]}:next:{}"));
+}

@@ -627,3 +627,47 @@ TEST(RespReply, DoubleWithManyIntegerDigits) {
   STRCMP_EQUAL(want.c_str(),
                DoubleReply(1606938044258990275541962092341162602522202993782792835301376.0).c_str());
 }
+
+// Issue 8: before AUTH, Redis 7's limits (CVE-2021-32675) and texts.
+TEST(RespParser, UnauthenticatedLimits) {
+  auto unauth = [](const std::string& in) {
+    RespParser p;
+    p.set_unauthenticated(true);
+    size_t pos = 0;
+    Result r = p.Parse(in.data(), in.size(), &pos);
+    return r == Result::kError ? p.error() : std::string(r == Result::kCommand ? "<cmd>" : "<more>");
+  };
+  STRCMP_EQUAL("Protocol error: unauthenticated multibulk length", unauth("*11\r\n").c_str());
+  STRCMP_EQUAL("<more>", unauth("*10\r\n").c_str());
+  STRCMP_EQUAL("Protocol error: unauthenticated bulk length", unauth("*1\r\n$16385\r\n").c_str());
+  STRCMP_EQUAL("<more>", unauth("*1\r\n$16384\r\n").c_str());
+  // Redis checks the absolute limits first.
+  STRCMP_EQUAL("Protocol error: invalid multibulk length", unauth("*2147483648\r\n").c_str());
+  STRCMP_EQUAL("Protocol error: invalid bulk length", unauth("*1\r\n$-2\r\n").c_str());
+  // After AUTH the same frames are fine.
+  RespParser p;
+  size_t pos = 0;
+  std::string big = "*11\r\n";
+  for (int i = 0; i < 11; ++i) big += "$0\r\n\r\n";
+  CHECK(p.Parse(big.data(), big.size(), &pos) == Result::kCommand);
+}
+
+TEST(RespParser, ArgumentTableIsCounted) {
+  RespParser p;
+  std::string in = "*100000\r\n";
+  for (int i = 0; i < 50000; ++i) in += "$0\r\n\r\n";
+  size_t pos = 0;
+  CHECK(p.Parse(in.data(), in.size(), &pos) == Result::kNeedMore);
+  CHECK(p.table_bytes() >= 50000 * sizeof(RespParser::Arg));
+}
+
+TEST(RespParser, ReplyStopsAtItsCap) {
+  std::string out;
+  net::Reply r(&out, 64);
+  r.Array(3);
+  r.Bulk(std::string(20, 'a'));
+  CHECK_FALSE(r.over());
+  r.Bulk(std::string(40, 'b'));
+  CHECK(r.over());
+  CHECK(out.size() <= 64);
+}

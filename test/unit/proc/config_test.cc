@@ -110,12 +110,15 @@ TEST_GROUP(Config) {
     if (err.compare(0, path.size(), path) == 0) err = "F" + err.substr(path.size());
     return err;
   }
+  // Errors found after loading name FILE:LINE too (the path becomes "F").
   std::string FinishErr(std::string_view text) {
     Config c;
     std::string e = LoadErr(text, &c);
     if (e != "<ok>") return "load: " + e;
     std::string err;
-    return FinishConfig(&c, &err) ? "<ok>" : err;
+    if (FinishConfig(&c, &err)) return "<ok>";
+    if (err.compare(0, c.source.size(), c.source) == 0) err = "F" + err.substr(c.source.size());
+    return err;
   }
   std::string OverrideErr(std::string_view kv, Config* c = nullptr) {
     Config local;
@@ -303,10 +306,10 @@ TEST(Config, DirectoryIsNotAConfigFile) {
 }
 
 TEST(Config, FinishChecks) {
-  STRCMP_EQUAL("[listen] resp = 0.0.0.0:6379 is not loopback: set resp_allow (CIDRs allowed to connect) to "
+  STRCMP_EQUAL("F:2: [listen] resp = 0.0.0.0:6379 is not loopback: set resp_allow (CIDRs allowed to connect) to "
                "open it",
                FinishErr("[listen]\nresp = 0.0.0.0:6379\n").c_str());
-  STRCMP_EQUAL("[listen] resp = [fe80::1]:6379 is not loopback: set resp_allow (CIDRs allowed to connect) to "
+  STRCMP_EQUAL("F:2: [listen] resp = [fe80::1]:6379 is not loopback: set resp_allow (CIDRs allowed to connect) to "
                "open it",
                FinishErr("[listen]\nresp = [fe80::1]:6379\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp = 0.0.0.0:6379\nresp_allow = 10.0.0.0/8\n").c_str());
@@ -315,36 +318,62 @@ TEST(Config, FinishChecks) {
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp = 127.0.0.2:6379\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp = 6380\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp =\n").c_str());  // RESP door off
-  STRCMP_EQUAL("[listen] resp: expected host:port, got 'localhost'",
+  STRCMP_EQUAL("F:2: [listen] resp: expected host:port, got 'localhost'",
                FinishErr("[listen]\nresp = localhost\n").c_str());
 
-  STRCMP_EQUAL("[listen] resp_collections: '0:sessions' names no declared collection",
+  STRCMP_EQUAL("F:2: [listen] resp_collections: '0:sessions' names no declared collection",
                FinishErr("[listen]\nresp_collections = 0:sessions\n").c_str());
   STRCMP_EQUAL(
-      "[listen] resp_collections: '1:nosuch' names no declared collection",
+      "F:2: [listen] resp_collections: '1:nosuch' names no declared collection",
       FinishErr("[listen]\nresp_collections = 0:s, 1:nosuch\n[collection s]\nbuckets = 64\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp_collections = 0:15, 1:3\n").c_str());  // the defaults
-  STRCMP_EQUAL("[listen] resp_collections: expected DB:collection, got 'sessions'",
+  STRCMP_EQUAL("F:2: [listen] resp_collections: expected DB:collection, got 'sessions'",
                FinishErr("[listen]\nresp_collections = sessions\n").c_str());
-  STRCMP_EQUAL("[listen] resp_collections: expected DB:collection, got 'x:0'",
+  STRCMP_EQUAL("F:2: [listen] resp_collections: expected DB:collection, got 'x:0'",
                FinishErr("[listen]\nresp_collections = x:0\n").c_str());
 
-  STRCMP_EQUAL("[memory] arena_cap_mb (100) is below arena_mb (256)",
+  STRCMP_EQUAL("F:2: [memory] arena_cap_mb (100) is below arena_mb (256)",
                FinishErr("[memory]\narena_cap_mb = 100\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[memory]\narena_mb = 100\narena_cap_mb = 100\n").c_str());
   STRCMP_EQUAL("<ok>", FinishErr("[memory]\narena_cap_mb = 0\n").c_str());
-  STRCMP_EQUAL("[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got 'on'",
+  STRCMP_EQUAL("F:2: [memory] hugepages: expected auto, hugetlb, thp, collapse or off, got 'on'",
                FinishErr("[memory]\nhugepages = on\n").c_str());
   for (const char* t : {"auto", "hugetlb", "thp", "collapse", "off"}) {
     STRCMP_EQUAL("<ok>", FinishErr(std::string("[memory]\nhugepages = ") + t + "\n").c_str());
   }
-  STRCMP_EQUAL("[daemon] log_level: expected error, warning, notice, info or debug, got 'verbose'",
+  STRCMP_EQUAL("F:2: [daemon] log_level: expected error, warning, notice, info or debug, got 'verbose'",
                FinishErr("[daemon]\nlog_level = verbose\n").c_str());
   for (const char* l : {"error", "warning", "notice", "info", "debug"}) {
     STRCMP_EQUAL("<ok>", FinishErr(std::string("[daemon]\nlog_level = ") + l + "\n").c_str());
   }
-  STRCMP_EQUAL(("[collection " + std::string(64, 'n') + "]: the name must be 1..63 characters").c_str(),
+  STRCMP_EQUAL(("F:1: [collection " + std::string(64, 'n') + "]: the name must be 1..63 characters").c_str(),
                FinishErr("[collection " + std::string(64, 'n') + "]\nbuckets = 64\n").c_str());
+  // Issue 8 item 8: the holes.
+  STRCMP_EQUAL("F:3: [memory] hugepages: expected auto, hugetlb, thp, collapse or off, got 'on'",
+               FinishErr("[memory]\narena_mb = 64\nhugepages = on\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] fifo_mode: expected an octal mode like 0600 or 0660, got '0999'",
+               FinishErr("[mi]\nfifo_mode = 0999\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] fifo_mode 7777: setuid, setgid and sticky bits are refused",
+               FinishErr("[mi]\nfifo_mode = 7777\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] fifo_mode 0666: a world-writable FIFO lets any local user run MI commands",
+               FinishErr("[mi]\nfifo_mode = 0666\n").c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[mi]\nfifo_mode = 0600\n").c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[mi]\nfifo_mode = 660\n").c_str());
+  STRCMP_EQUAL("F:2: [listen] resp_allow: expected an address or CIDR (10.0.0.0/8, 2001:db8::/32), got "
+               "'10.0.0.0/33'",
+               FinishErr("[listen]\nresp_allow = 10.0.0.0/33\n").c_str());
+  STRCMP_EQUAL("F:2: [listen] resp_allow: expected an address or CIDR (10.0.0.0/8, 2001:db8::/32), got "
+               "'bogus'",
+               FinishErr("[listen]\nresp_allow = 10.0.0.0/8, bogus\n").c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp_allow = 10.0.0.0/8, ::ffff:10.0.0.1, 2001:db8::/32\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] fifo_user: expected a name or a number below 4294967295, got "
+               "'99999999999999999999999'",
+               FinishErr("[mi]\nfifo_user = 99999999999999999999999\n").c_str());
+  Config r;
+  std::string err;
+  CHECK(ApplyOverride("mi.reply_dir=/tmp", &r, &err));
+  CHECK(FinishConfig(&r, &err));
+  STRCMP_EQUAL("/tmp/", r.mi_reply_dir.c_str());
 }
 
 TEST(Config, Overrides) {
@@ -404,7 +433,7 @@ TEST(Config, MalformedOverrides) {
   std::string err;
   STRCMP_EQUAL("<ok>", OverrideErr("collection..buckets=16", &c).c_str());
   CHECK_FALSE(FinishConfig(&c, &err));
-  STRCMP_EQUAL("[collection ]: the name must be 1..63 characters", err.c_str());
+  STRCMP_EQUAL("-o collection..buckets: [collection ]: the name must be 1..63 characters", err.c_str());
 }
 
 TEST(Config, DumpMasksSecrets) {

@@ -18,8 +18,8 @@ trap 'rm -rf "$log"' EXIT
 # Each detector: a name and a command; exit 0 = the tests passed.
 detectors=(
   "unit:$U"
-  "soak:$S --procs 3 --seconds 4 --keys 20000"
-  "crash-soak:$S --procs 3 --seconds 4 --keys 20000 --crash 8"
+  "soak:$S --procs 3 --seconds 8 --keys 20000"
+  "crash-soak:$S --procs 3 --seconds 8 --keys 20000 --crash 12"
   "crash-points:$C --sample 150 --per-site 1"
 )
 

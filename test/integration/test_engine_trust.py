@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -95,6 +96,10 @@ class KillUnderLoad(unittest.TestCase):
             self.assertGreaterEqual(total, sum(acked))
             self.assertLessEqual(total, sum(acked) + inflight_kills * 4)
             chk = perf_check(d)
+            print("\nkill test: %d kills (%d per worker), %d INCRs acknowledged, %d counted, "
+                  "%d redis-benchmark runs; perf_check: clean=%s records=%d buckets=%d errors=%d"
+                  % (inflight_kills, KILLS_PER_WORKER, sum(acked), total, runs[0], chk["clean"],
+                     chk["records"], chk["buckets"], chk["error_count"]), file=sys.stderr)
             self.assertTrue(chk["clean"], chk)
             self.assertEqual(chk["error_count"], 0, chk)
             self.assertGreater(chk["records"], 1000)

@@ -645,59 +645,23 @@ namespace {
 Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version) {
   TableHeader& h = *t.h;
   const mem::Arena& a = c.arena;
-  uint64_t hash = HashOf(c, key);
-  uint64_t idx;
-  Bucket* b = LockRouted(c, h, hash, &idx);
-  if (!b) return Status::kStale;
+  KeyLock k;
+  if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
   if (!Live(h, t)) {
-    mem::Unlock(b->lock);
+    UnlockKey(h, k);
     return Status::kStale;
   }
-  Off rec = 0, node = 0;
-  int i = FindInBucket(a, *b, TagOf(hash), key, &rec);
-  if (i >= 0 && want_version != kAnyVersion && RecView{a.At(rec)}.version() != want_version) {
-    mem::Unlock(b->lock);
+  if (k.rec != 0 && want_version != kAnyVersion && RecView{a.At(k.rec)}.version() != want_version) {
+    UnlockKey(h, k);
     return Status::kVersion;
   }
-  if (i >= 0) {
-    int last = static_cast<int>(Used(TagsHi(*b))) - 1;
-    RaiseFloor(h, RecView{a.At(rec)}.version());  // before the unlink (record.h)
-    WriteBegin(*b);
-    if (i != last) {
-      SetSlot(*b, i, SlotAt(*b, last));
-      SetTag(*b, i, GetTag(*b, last));
-    }
-    SetUsed(*b, static_cast<uint32_t>(last));
-    SetSlot(*b, last, 0);
-    WriteEnd(*b);
-  } else if (h.ovf.count.load(std::memory_order_acquire) != 0) {
-    LockOverflow(c, h);
-    Off* link = nullptr;
-    node = OvfFind(a, h, hash, key, &link);
-    if (node != 0 && want_version != kAnyVersion &&
-        RecView{a.At(mem::LoadRelaxed32(a.At(node) + kNodeRec))}.version() != want_version) {
-      mem::Unlock(h.ovf.lock);
-      mem::Unlock(b->lock);
-      return Status::kVersion;
-    }
-    if (node != 0) {
-      rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
-      RaiseFloor(h, RecView{a.At(rec)}.version());
-      PC_CRASH_POINT();
-      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-      mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
-      PC_CRASH_POINT();
-      h.ovf.count.fetch_sub(1, std::memory_order_release);
-      PC_CRASH_POINT();
-      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    }
-    mem::Unlock(h.ovf.lock);
-  }
-  mem::Unlock(b->lock);
-  if (rec == 0) return Status::kNotFound;
-  bool expired = Expired(RecView{a.At(rec)}.expire(), NowMs(c));
-  c.alloc.Free(rec);
-  c.alloc.Free(node);
+  if (k.rec != 0) UnlinkKeyLocked(a, h, k);
+  UnlockKey(h, k);
+  if (k.rec == 0) return Status::kNotFound;
+  int64_t exp = RecView{a.At(k.rec)}.expire();
+  bool expired = exp != 0 && Expired(exp, NowMs(c));
+  c.alloc.Free(k.rec);
+  c.alloc.Free(k.node);
   Count(c, h, kStatDestroyed);
   Count(c, h, expired ? kStatExpired : kStatRemoves);
   return expired ? Status::kNotFound : Status::kOk;

@@ -27,6 +27,18 @@ TEST_GROUP(Audit) {
   }
   void teardown() override { delete f; }
   Ctx& c() { return *f->ctx; }
+  // A child on slot 1 takes the bucket's lock and dies holding it.
+  void DieHoldingLock(Bucket& b) {
+    pid_t p = fork();
+    if (p == 0) {
+      Ctx c2(*f->arena, 1);
+      (void)mem::Lock(b.lock, c2.tid);
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed before its planned death");
+  }
   Bucket* FirstUsed() {
     for (uint64_t i = 0; i < 16; ++i) {
       Bucket* b = detail::BucketAt(*f->arena, *t.h, i);
@@ -74,15 +86,7 @@ TEST(Audit, FindsALeakedCell) {
 
 TEST(Audit, FindsALockHeldByTheDead) {
   Bucket* b = FirstUsed();
-  pid_t p = fork();
-  if (p == 0) {
-    Ctx c2(*f->arena, 1);
-    (void)mem::Lock(b->lock, c2.tid);
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(p, &st, 0);
-  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed before its planned death");
+  DieHoldingLock(*b);
   AuditReport r = Audit(c());
   CHECK(r.dead_holders > 0);
   CHECK(RepairDead(c()) > 0);
@@ -97,15 +101,7 @@ TEST(Audit, FindsAnOverflowCountThatLies) {
 
 TEST(Audit, BackgroundPassFindsADeadHolderWithinItsBudget) {
   Bucket* b = detail::BucketAt(*f->arena, *t.h, 9);
-  pid_t p = fork();
-  if (p == 0) {
-    Ctx c2(*f->arena, 1);
-    (void)mem::Lock(b->lock, c2.tid);
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(p, &st, 0);
-  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed before its planned death");
+  DieHoldingLock(*b);
   uint64_t cursor = 0;
   uint32_t fixed = 0;
   for (int i = 0; i < 2000 && mem::LockHolder(b->lock) != 0; ++i) fixed += RepairDeadStep(c(), &cursor, 3);

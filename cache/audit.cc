@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cache/dict.h"
 #include "mem/atomic_copy.h"
 
 namespace cache {
@@ -44,6 +45,27 @@ struct Auditor {
       Error(std::string(what) + ": cell " + std::to_string(cell) + " referenced twice (" +
             (it->second == 1 ? "live" : "free") + " and " + (state == 1 ? "live" : "free") + ")");
     }
+  }
+
+  // An aggregate record (hash, set): check its value's structure and mark
+  // the cells of a tree encoding live.
+  void Aggregate(Off rec, uint8_t type, const std::string& where) {
+    if (type != kTypeHash && type != kTypeSet) return;
+    RecView v{a.At(rec)};
+    size_t klen = v.klen(), vlen = v.vlen();
+    std::string val(vlen, '\0');
+    mem::AtomicCopyOut(val.data(), v.value(type, klen), vlen);
+    if (val.empty() || val[0] < 1 || val[0] > 3) {
+      Error(where + ": aggregate with a bad encoding byte");
+      return;
+    }
+    std::string err;
+    uint64_t entries = 0;
+    ++r.aggregates;
+    if (!WalkDictCells(c, val, [&](Off cell) { Mark(cell, 1, "aggregate cell"); }, &err, &entries)) {
+      Error(where + ": " + err);
+    }
+    r.aggregate_entries += entries;
   }
 
   // A sane record: its key (copied) or false.
@@ -92,6 +114,7 @@ struct Auditor {
       }
       ++r.records;
       Mark(rec, 1, "record");
+      Aggregate(rec, type, where);
       uint64_t hash = HashOf(c, key);
       if (RouteIdx(route, hash) != idx) Error(where + ": key routes elsewhere");
       if (GetTag(b, static_cast<int>(i)) != TagOf(hash)) Error(where + ": wrong tag");
@@ -127,6 +150,7 @@ struct Auditor {
         } else {
           ++r.records;
           Mark(rec, 1, "record");
+          Aggregate(rec, type, tn + " overflow");
           uint64_t hash = HashOf(c, key);
           if ((hash & (kOvfHeads - 1)) != j) Error(tn + " overflow: node in the wrong head");
           if (mem::LoadRelaxed32(a.At(node) + kNodeHash) != static_cast<uint32_t>(hash >> 32)) {

@@ -10,6 +10,10 @@
 //            buckets past the route are empty; overflow: count == nodes,
 //            every node sane and in its hash head, never also in a bucket;
 //            every key once per table (quiescent mode).
+//   types    hashes and sets: a known encoding byte; a tree encoding's
+//            nodes and entries sane, every entry on its hash path, every
+//            node's count its subtree's, the record's count the total, and
+//            (quiescent mode) every cell referenced once (cache/dict.h).
 //   catalog  name seqlocks even, names sane, no rename pending, lock free
 //            or held by the living.
 //   memory   (quiescent mode) every slab cell live once or free once; the
@@ -39,6 +43,7 @@ struct AuditOptions {
 
 struct AuditReport {
   uint64_t tables = 0, buckets = 0, records = 0, overflow_nodes = 0;
+  uint64_t aggregates = 0, aggregate_entries = 0;  // hashes / sets; entries of tree ones
   uint64_t cells_live = 0, cells_free = 0, cells_leaked = 0;
   uint64_t large_live = 0, large_leaked = 0;
   uint64_t dead_holders = 0;  // locks / slots still held by dead processes

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cache/dict.h"
 #include "cache/table.h"
 #include "mem/canary.h"
 
@@ -318,7 +319,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
     for (Off rec : c.dead) {
       std::string_view key;
       if (on_expired && RecordKey(a, rec, &tmp, &key)) on_expired(key);
-      c.alloc.Free(rec);
+      FreeValue(c, rec);
     }
     removed += static_cast<uint32_t>(c.dead.size());
     c.dead.clear();
@@ -355,7 +356,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
     for (Off rec : c.dead) {
       std::string_view key;
       if (on_expired && RecordKey(a, rec, &tmp, &key)) on_expired(key);
-      c.alloc.Free(rec);
+      FreeValue(c, rec);
     }
     for (Off n : nodes) c.alloc.Free(n);
     removed += static_cast<uint32_t>(c.dead.size());

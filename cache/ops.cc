@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/dict.h"
 #include "cache/hash.h"
 #include "mem/canary.h"
 #include "cache/table.h"
@@ -618,7 +619,11 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     if (old != 0) {
       if (o.old_value && live_old) FormatValue(a, old, key.size(), o.old_value);
       if (!live_old) Count(c, h, kStatExpired);
-      c.alloc.Free(old);
+      if (o.shallow_old && live_old) {
+        c.alloc.Free(old);
+      } else {
+        FreeValue(c, old);
+      }
     } else {
       Count(c, h, kStatCreated);
     }
@@ -660,7 +665,7 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
   if (k.rec == 0) return Status::kNotFound;
   int64_t exp = RecView{a.At(k.rec)}.expire();
   bool expired = exp != 0 && Expired(exp, NowMs(c));
-  c.alloc.Free(k.rec);
+  FreeValue(c, k.rec);
   c.alloc.Free(k.node);
   Count(c, h, kStatDestroyed);
   Count(c, h, expired ? kStatExpired : kStatRemoves);
@@ -781,7 +786,7 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
   }
   UnlockKey(h, k);
   if (removed) {
-    c.alloc.Free(k.rec);
+    FreeValue(c, k.rec);
     c.alloc.Free(k.node);
     Count(c, h, kStatDestroyed);
     Count(c, h, kStatRemoves);

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "cache/dict.h"
 #include "cache/hash.h"
 
 namespace cache {
@@ -341,11 +342,12 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     if (uint32_t* hint = detail::HintAt(c.arena, h, i)) mem::StoreRelaxed32(hint, 0);
     WriteEnd(*b);
     mem::Unlock(b->lock);
-    for (Off d : c.dead) c.alloc.Free(d);
+    for (Off d : c.dead) FreeValue(c, d);
     n += c.dead.size();
     c.dead.clear();
   }
   if (h.ovf.count.load() != 0) {
+    std::vector<Off> nodes;
     detail::LockOverflow(c, h);
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
@@ -358,18 +360,19 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
         Off rec = mem::LoadRelaxed32(c.arena.At(node) + detail::kNodeRec);
         detail::RaiseFloor(h, RecView{c.arena.At(rec)}.version());
         c.dead.push_back(rec);
-        c.dead.push_back(node);
+        nodes.push_back(node);
         node = next;
       }
       mem::StoreRelaxed32(&heads[i], 0);
     }
-    n += c.dead.size() / 2;
+    n += c.dead.size();
     PC_CRASH_POINT();
     h.ovf.count.store(0);
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     mem::Unlock(h.ovf.lock);
-    for (Off d : c.dead) c.alloc.Free(d);
+    for (Off d : c.dead) FreeValue(c, d);
+    for (Off d : nodes) c.alloc.Free(d);
     c.dead.clear();
   }
   detail::Count(c, h, kStatDestroyed, n);

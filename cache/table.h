@@ -129,7 +129,9 @@ struct Catalog {
   Off free_segs;                   // freed segment pairs, linked (admin reuse)
   uint32_t pending_index;          // rename in flight: entry + 1 (0 = none)
   char pending_name[64];           // rename in flight: the new name
-  uint8_t pad_tables[32];
+  // Encoding thresholds of aggregates (cache/dict.h DictLimits, in its
+  // field order; 0 = the default). Written by CONFIG SET, read by writes.
+  std::atomic<uint32_t> dict_limits[8];
   TableHeader tables[kMaxCollections];
 };
 static_assert(std::is_standard_layout_v<Catalog>);
@@ -137,6 +139,7 @@ static_assert(offsetof(Catalog, lock) == 16);
 static_assert(offsetof(Catalog, free_segs) == 24);
 static_assert(offsetof(Catalog, pending_index) == 28);
 static_assert(offsetof(Catalog, pending_name) == 32);
+static_assert(offsetof(Catalog, dict_limits) == 96);
 static_assert(offsetof(Catalog, tables) == 128);
 static_assert(sizeof(Catalog) == 128 + kMaxCollections * sizeof(TableHeader));
 
@@ -230,6 +233,10 @@ struct StoreOpts {
   std::string* old_value = nullptr;  // SET .. GET: receives the previous value
   bool* had_old = nullptr;           // set when there was a previous value
   uint64_t* stored_version = nullptr;  // receives the version now stored
+  // The old record's value is carried over by the new one (an aggregate
+  // write that swapped its root, cache/dict.h): free only the old record's
+  // own cell. Otherwise the old value is freed whole (FreeValue).
+  bool shallow_old = false;
 };
 // kOk, kExists (NX), kNotExists (XX), kVersion, kNoMem, kTooBig, kStale.
 [[nodiscard]] Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view value,

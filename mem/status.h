@@ -25,6 +25,8 @@ enum class Status : uint16_t {
   kBusy,            // retry later (e.g. admin operation in progress)
   kInvalid,         // bad argument
   kFull,            // a fixed table (catalog, process slots) is full
+  kNotFloat,        // value is not a valid float
+  kNaN,             // the result would be NaN or infinite
 };
 
 constexpr std::string_view StatusName(Status s) {
@@ -44,6 +46,8 @@ constexpr std::string_view StatusName(Status s) {
     case Status::kBusy: return "busy";
     case Status::kInvalid: return "invalid argument";
     case Status::kFull: return "table full";
+    case Status::kNotFloat: return "not a float";
+    case Status::kNaN: return "NaN or infinity";
   }
   return "?";
 }

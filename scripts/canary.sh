@@ -11,7 +11,8 @@ S="$BUILD/bin/engine_soak"
 C="$BUILD/bin/crash_points"
 names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "repair keeps an interrupted split's misrouted copies" "a child binds to a live process's slot"
-       "an adopter pushes a cell before it leaves the slot")
+       "an adopter pushes a cell before it leaves the slot"
+       "aggregate readers skip the version re-check" "removing a hash / set frees its record, not its trie")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -34,7 +35,7 @@ for d in "${detectors[@]}"; do
   fi
 done
 caught=0
-for f in 1 2 3 4 5; do
+for f in 1 2 3 4 5 6 7; do
   by=""
   for d in "${detectors[@]}"; do
     if ! run "$f" "${d#*:}"; then by="${d%%:*}"; break; fi
@@ -45,5 +46,5 @@ for f in 1 2 3 4 5; do
     echo "canary fault $f (${names[$f]}): NOT CAUGHT by any detector"
   fi
 done
-echo "canary: $caught of 5 deliberate faults caught"
-[ "$caught" -eq 5 ]
+echo "canary: $caught of 7 deliberate faults caught"
+[ "$caught" -eq 7 ]

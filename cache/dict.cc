@@ -1,0 +1,964 @@
+// perfcached — aggregate values: pack / intset / trie encodings and the
+// optimistic Dict transaction (layouts and the proof in cache/dict.h).
+// Copyright (c) 2026 the perfcached authors.
+#include "cache/dict.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <random>
+
+#include "cache/hash.h"
+#include "mem/canary.h"
+
+namespace cache {
+
+using namespace detail;
+
+namespace {
+
+constexpr uint8_t kNode = 0xA1, kCollide = 0xA2, kEntry = 0xA3;
+constexpr size_t kNodeHdr = 24, kEntryHdr = 12;
+constexpr size_t kOffKind = 1, kOffBitmap = 4, kOffLeaf = 8, kOffCount = 16;
+constexpr size_t kEntFlen = 4, kEntVlen = 8;
+constexpr int kLeafDepth = 12;               // 60 bits of hash, then a collision node
+constexpr uint32_t kMaxCollide = 4096;       // bound on a collision node (cell size)
+constexpr size_t kTreeValue = 16;
+constexpr uint64_t kFieldSeedMix = 0x5DEECE66DA3B2F1Full;
+
+inline uint32_t Digit(uint64_t h, int depth) { return static_cast<uint32_t>(h >> (5 * depth)) & 31; }
+// Positions (cursors) of a trie: digit 0 most significant, 12 digits.
+inline uint64_t Span(int depth) { return uint64_t{1} << (5 * (kLeafDepth - depth)); }
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+bool GetVarint(std::string_view s, size_t* pos, uint64_t* v) {
+  uint64_t r = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*pos >= s.size()) return false;
+    uint8_t b = static_cast<uint8_t>(s[(*pos)++]);
+    r |= uint64_t{b & 0x7Fu} << shift;
+    if (!(b & 0x80)) {
+      *v = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CanonicalInt(std::string_view s, int64_t* v) { return ParseInt64(s, v); }
+
+std::string IntText(int64_t v) {
+  char b[24];
+  auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+
+void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), 4); }
+
+}  // namespace
+
+// ---- limits ------------------------------------------------------------------
+
+DictLimits GetDictLimits(const Ctx& c) {
+  DictLimits d;
+  uint32_t* f[8] = {&d.hash_pack_entries, &d.hash_pack_value, &d.set_intset_entries,
+                    &d.set_pack_entries,  &d.set_pack_value,  &d.list_pack_size,
+                    &d.zset_pack_entries, &d.zset_pack_value};
+  for (int i = 0; i < 8; ++i) {
+    uint32_t v = c.catalog->dict_limits[i].load(std::memory_order_relaxed);
+    if (v != 0) *f[i] = v == 0xFFFFFFFFu ? 0 : v;  // 0xFFFFFFFF stores an explicit 0
+  }
+  return d;
+}
+
+void SetDictLimits(Ctx& c, const DictLimits& l) {
+  const uint32_t v[8] = {l.hash_pack_entries, l.hash_pack_value, l.set_intset_entries,
+                         l.set_pack_entries,  l.set_pack_value,  l.list_pack_size,
+                         l.zset_pack_entries, l.zset_pack_value};
+  for (int i = 0; i < 8; ++i) {
+    c.catalog->dict_limits[i].store(v[i] == 0 ? 0xFFFFFFFFu : v[i], std::memory_order_relaxed);
+  }
+}
+
+void DictBackoff(int attempt) {
+  if (attempt > 4) sched_yield();
+}
+
+uint64_t DictRandom() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+// ---- freeing -------------------------------------------------------------------
+
+namespace {
+
+// Free every cell of a tree this process owns (unlinked or private).
+void FreeTree(Ctx& c, Off root) {
+  std::vector<Off> stack{root};
+  const mem::Arena& a = c.arena;
+  uint64_t guard = uint64_t{1} << 40;
+  while (!stack.empty() && guard-- > 0) {
+    Off n = stack.back();
+    stack.pop_back();
+    size_t bound = mem::CellBound(a, n);
+    if (n == 0 || bound < kEntryHdr) continue;
+    const char* p = a.At(n);
+    uint8_t kind = mem::LoadRelaxed8(p + kOffKind);
+    if ((kind == kNode || kind == kCollide) && bound >= kNodeHdr) {
+      uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
+      uint32_t nk = kind == kNode ? static_cast<uint32_t>(__builtin_popcount(bm)) : bm;
+      if (nk > (bound - kNodeHdr) / 4) nk = static_cast<uint32_t>((bound - kNodeHdr) / 4);
+      for (uint32_t i = 0; i < nk; ++i) stack.push_back(mem::LoadRelaxed32(p + kNodeHdr + 4 * i));
+    }
+    c.alloc.Free(n);
+  }
+}
+
+bool TreeRoot(std::string_view v, Off* root, uint64_t* count) {
+  if (v.size() != kTreeValue || static_cast<uint8_t>(v[0]) != static_cast<uint8_t>(DictEnc::kTree)) {
+    return false;
+  }
+  std::memcpy(root, v.data() + 4, 4);
+  std::memcpy(count, v.data() + 8, 8);
+  return true;
+}
+
+}  // namespace
+
+void FreeValue(Ctx& c, Off rec) {
+  if (rec == 0) return;
+  const mem::Arena& a = c.arena;
+  RecView r{a.At(rec)};
+  uint8_t type = r.type();
+  if ((type == kTypeHash || type == kTypeSet) && !PC_CANARY(7)) {
+    size_t bound = mem::CellBound(a, rec);
+    size_t voff = ValueOffset(type, r.klen());
+    if (voff + kTreeValue <= bound && r.vlen() == kTreeValue) {
+      char v[kTreeValue];
+      mem::AtomicCopyOut(v, r.value(type, r.klen()), kTreeValue);
+      Off root;
+      uint64_t count;
+      if (TreeRoot(std::string_view(v, kTreeValue), &root, &count)) FreeTree(c, root);
+    }
+  }
+  c.alloc.Free(rec);
+}
+
+const char* EncodingName(uint8_t type, std::string_view value) {
+  if (value.empty()) return "unknown";
+  switch (static_cast<DictEnc>(value[0])) {
+    case DictEnc::kPack: return "listpack";
+    case DictEnc::kIntset: return type == kTypeSet ? "intset" : "unknown";
+    case DictEnc::kTree: return "hashtable";
+    default: return "unknown";
+  }
+}
+
+// ---- Dict: load ------------------------------------------------------------------
+
+Dict::Dict(Ctx& c, const TableRef& t, std::string_view key, uint8_t type)
+    : c_(c), t_(t), key_(key), type_(type) {}
+
+Dict::~Dict() {
+  if (!committed_) {
+    for (Off o : fresh_) c_.alloc.Free(o);
+  }
+}
+
+uint64_t Dict::HashField(std::string_view f) const {
+  return HashKey(f, c_.catalog->seed ^ kFieldSeedMix);
+}
+
+Status Dict::Load() {
+  lim_ = GetDictLimits(c_);
+  ReadInfo ri;
+  if (buf_.size() < 256) buf_.resize(256);
+  Status s = Status::kBusy;
+  for (int i = 0; i < 16; ++i) {
+    s = Get(c_, t_, key_, std::span<char>(buf_.data(), buf_.size()), &ri);
+    if (s != Status::kBufferTooSmall) break;
+    buf_.resize(ri.vlen);
+  }
+  if (s == Status::kNotFound) return s;
+  if (s != Status::kOk) return s == Status::kBufferTooSmall ? Status::kBusy : s;
+  if (ri.type != type_) return Status::kWrongType;
+  buf_.resize(ri.vlen);
+  version_ = ri.version;
+  expire_ms_ = ri.expire_ms;
+  std::string_view v(buf_);
+  if (v.empty()) return Status::kInvalid;
+  switch (static_cast<DictEnc>(v[0])) {
+    case DictEnc::kPack: return LoadPack(v);
+    case DictEnc::kIntset: return LoadIntset(v);
+    case DictEnc::kTree:
+      enc_ = DictEnc::kTree;
+      return TreeRoot(v, &root_, &count_) ? Status::kOk : Status::kInvalid;
+    default: return Status::kInvalid;
+  }
+}
+
+Status Dict::LoadPack(std::string_view v) {
+  enc_ = DictEnc::kPack;
+  if (v.size() < 5) return Status::kInvalid;
+  uint32_t n;
+  std::memcpy(&n, v.data() + 1, 4);
+  size_t pos = 5;
+  pack_.clear();
+  pack_.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t fl, vl = 0;
+    if (!GetVarint(v, &pos, &fl) || fl > v.size() - pos) return Status::kInvalid;
+    std::string_view f = v.substr(pos, fl);
+    pos += fl;
+    std::string_view val;
+    if (type_ == kTypeHash) {
+      if (!GetVarint(v, &pos, &vl) || vl > v.size() - pos) return Status::kInvalid;
+      val = v.substr(pos, vl);
+      pos += vl;
+    }
+    pack_.emplace_back(f, val);
+  }
+  return pos == v.size() ? Status::kOk : Status::kInvalid;
+}
+
+Status Dict::LoadIntset(std::string_view v) {
+  enc_ = DictEnc::kIntset;
+  if (v.size() < 5) return Status::kInvalid;
+  uint32_t n;
+  std::memcpy(&n, v.data() + 1, 4);
+  if (v.size() != 5 + size_t{n} * 8) return Status::kInvalid;
+  ints_.resize(n);
+  if (n) std::memcpy(ints_.data(), v.data() + 5, size_t{n} * 8);
+  return Status::kOk;
+}
+
+Status Dict::LoadForReplace() {
+  lim_ = GetDictLimits(c_);
+  ReadInfo ri;
+  Status s = Probe(c_, t_, key_, &ri);
+  if (s == Status::kOk) {
+    version_ = ri.version;
+  } else if (s != Status::kNotFound) {
+    return s;
+  }
+  replace_ = true;
+  dirty_ = true;  // even an empty result replaces (deletes) the key
+  enc_ = DictEnc::kNone;
+  return Status::kOk;
+}
+
+uint64_t Dict::size() const {
+  switch (enc_) {
+    case DictEnc::kPack: return pack_.size();
+    case DictEnc::kIntset: return ints_.size();
+    case DictEnc::kTree: return count_;
+    default: return 0;
+  }
+}
+
+// ---- Dict: tree cells ---------------------------------------------------------------
+
+Off Dict::NewEntry(std::string_view f, std::string_view v) {
+  Off e;
+  if (c_.alloc.Alloc(kEntryHdr + f.size() + v.size(), &e) != Status::kOk) {
+    torn_ = alloc_failed_ = true;  // reported as kNoMem by Commit
+    return 0;
+  }
+  fresh_.insert(e);
+  char* p = c_.arena.At(e);
+  mem::StoreRelaxed8(p + kOffKind, kEntry);
+  mem::StoreRelaxed16(p + 2, 0);
+  mem::StoreRelaxed32(p + kEntFlen, static_cast<uint32_t>(f.size()));
+  mem::StoreRelaxed32(p + kEntVlen, static_cast<uint32_t>(v.size()));
+  mem::AtomicCopyIn(p + kEntryHdr, f.data(), f.size());
+  mem::AtomicCopyIn(p + kEntryHdr + f.size(), v.data(), v.size());
+  return e;
+}
+
+Off Dict::NewNode(uint8_t kind, uint32_t bitmap, uint32_t leafmask, uint64_t count,
+                  const std::vector<Off>& kids) {
+  Off n;
+  if (c_.alloc.Alloc(kNodeHdr + 4 * kids.size(), &n) != Status::kOk) {
+    torn_ = alloc_failed_ = true;
+    return 0;
+  }
+  fresh_.insert(n);
+  char* p = c_.arena.At(n);
+  mem::StoreRelaxed8(p + kOffKind, kind);
+  mem::StoreRelaxed16(p + 2, 0);
+  mem::StoreRelaxed32(p + kOffBitmap, bitmap);
+  mem::StoreRelaxed32(p + kOffLeaf, leafmask);
+  mem::StoreRelaxed32(p + 12, 0);
+  mem::StoreRelaxed64(p + kOffCount, count);
+  for (size_t i = 0; i < kids.size(); ++i) mem::StoreRelaxed32(p + kNodeHdr + 4 * i, kids[i]);
+  return n;
+}
+
+bool Dict::ReadNode(Off n, uint8_t* kind, uint32_t* bitmap, uint32_t* leafmask, uint64_t* count,
+                    std::vector<Off>* kids) {
+  const mem::Arena& a = c_.arena;
+  size_t bound = mem::CellBound(a, n);
+  if (n == 0 || bound < kNodeHdr) return torn_ = true, false;
+  const char* p = a.At(n);
+  *kind = mem::LoadRelaxed8(p + kOffKind);
+  *bitmap = mem::LoadRelaxed32(p + kOffBitmap);
+  *leafmask = mem::LoadRelaxed32(p + kOffLeaf);
+  *count = mem::LoadRelaxed64(p + kOffCount);
+  uint32_t nk;
+  if (*kind == kNode) {
+    nk = static_cast<uint32_t>(__builtin_popcount(*bitmap));
+  } else if (*kind == kCollide) {
+    nk = *bitmap;
+  } else {
+    return torn_ = true, false;
+  }
+  if (nk > (bound - kNodeHdr) / 4) return torn_ = true, false;
+  kids->resize(nk);
+  for (uint32_t i = 0; i < nk; ++i) (*kids)[i] = mem::LoadRelaxed32(p + kNodeHdr + 4 * i);
+  return true;
+}
+
+bool Dict::EntryIs(Off e, std::string_view f) {
+  const mem::Arena& a = c_.arena;
+  size_t bound = mem::CellBound(a, e);
+  if (e == 0 || bound < kEntryHdr) return torn_ = true, false;
+  const char* p = a.At(e);
+  if (mem::LoadRelaxed8(p + kOffKind) != kEntry) return torn_ = true, false;
+  if (mem::LoadRelaxed32(p + kEntFlen) != f.size() || f.size() > bound - kEntryHdr) return false;
+  return mem::AtomicEqual(p + kEntryHdr, f);
+}
+
+bool Dict::ReadEntry(Off e, std::string* f, std::string* v) {
+  const mem::Arena& a = c_.arena;
+  size_t bound = mem::CellBound(a, e);
+  if (e == 0 || bound < kEntryHdr) return torn_ = true, false;
+  const char* p = a.At(e);
+  if (mem::LoadRelaxed8(p + kOffKind) != kEntry) return torn_ = true, false;
+  size_t fl = mem::LoadRelaxed32(p + kEntFlen), vl = mem::LoadRelaxed32(p + kEntVlen);
+  if (fl > bound - kEntryHdr || vl > bound - kEntryHdr - fl) return torn_ = true, false;
+  if (f) {
+    f->resize(fl);
+    mem::AtomicCopyOut(f->data(), p + kEntryHdr, fl);
+  }
+  if (v) {
+    v->resize(vl);
+    mem::AtomicCopyOut(v->data(), p + kEntryHdr + fl, vl);
+  }
+  return true;
+}
+
+void Dict::Retire(Off cell) {
+  if (cell == 0) return;
+  if (fresh_.erase(cell)) {
+    c_.alloc.Free(cell);
+  } else {
+    retired_.push_back(cell);
+  }
+}
+
+bool Dict::TreeFind(uint64_t h, std::string_view f, std::string* value) {
+  const mem::Arena& a = c_.arena;
+  Off n = root_;
+  for (int depth = 0; depth <= kLeafDepth; ++depth) {
+    size_t bound = mem::CellBound(a, n);
+    if (n == 0 || bound < kNodeHdr) return torn_ = true, false;
+    const char* p = a.At(n);
+    uint8_t kind = mem::LoadRelaxed8(p + kOffKind);
+    uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
+    if (kind == kCollide) {
+      if (bm > (bound - kNodeHdr) / 4) return torn_ = true, false;
+      for (uint32_t i = 0; i < bm; ++i) {
+        Off e = mem::LoadRelaxed32(p + kNodeHdr + 4 * i);
+        if (EntryIs(e, f)) return ReadEntry(e, nullptr, value);
+      }
+      return false;
+    }
+    if (kind != kNode) return torn_ = true, false;
+    uint32_t bit = 1u << Digit(h, depth);
+    if (!(bm & bit)) return false;
+    uint32_t pos = static_cast<uint32_t>(__builtin_popcount(bm & (bit - 1)));
+    if (pos >= (bound - kNodeHdr) / 4) return torn_ = true, false;
+    Off child = mem::LoadRelaxed32(p + kNodeHdr + 4 * pos);
+    if (mem::LoadRelaxed32(p + kOffLeaf) & bit) {
+      return EntryIs(child, f) && ReadEntry(child, nullptr, value);
+    }
+    n = child;
+  }
+  torn_ = true;
+  return false;
+}
+
+Off Dict::TreeInsert(Off node, int depth, uint64_t h, std::string_view f, std::string_view v,
+                     bool* added) {
+  uint8_t kind;
+  uint32_t bm, lm;
+  uint64_t count;
+  std::vector<Off> kids;
+  if (torn_ || !ReadNode(node, &kind, &bm, &lm, &count, &kids)) return 0;
+  if (kind == kCollide) {
+    size_t i = 0;
+    while (i < kids.size() && !EntryIs(kids[i], f)) ++i;
+    if (torn_) return 0;
+    Off e = NewEntry(f, v);
+    if (i < kids.size()) {
+      Retire(kids[i]);
+      kids[i] = e;
+    } else {
+      if (kids.size() >= kMaxCollide) return torn_ = true, 0;
+      kids.push_back(e);
+      *added = true;
+    }
+    Off nn = NewNode(kCollide, static_cast<uint32_t>(kids.size()), 0, kids.size(), kids);
+    Retire(node);
+    return nn;
+  }
+  uint32_t bit = 1u << Digit(h, depth);
+  uint32_t pos = static_cast<uint32_t>(__builtin_popcount(bm & (bit - 1)));
+  if (!(bm & bit)) {
+    kids.insert(kids.begin() + pos, NewEntry(f, v));
+    bm |= bit;
+    lm |= bit;
+    *added = true;
+  } else if (lm & bit) {
+    Off e = kids[pos];
+    if (EntryIs(e, f)) {
+      Retire(e);
+      kids[pos] = NewEntry(f, v);
+    } else {
+      if (torn_) return 0;
+      // Push the resident entry down with the new one (shared cells stay
+      // where they are: the resident entry is linked, not copied).
+      std::string rf;
+      if (!ReadEntry(e, &rf, nullptr)) return 0;
+      uint64_t eh = HashField(rf);
+      Off ne = NewEntry(f, v);
+      int d = depth + 1;
+      // The chain of single-child nodes down to where the hashes part.
+      std::vector<uint32_t> digits;
+      while (d < kLeafDepth && Digit(eh, d) == Digit(h, d)) digits.push_back(Digit(h, d++));
+      Off sub;
+      if (d >= kLeafDepth) {
+        sub = NewNode(kCollide, 2, 0, 2, {e, ne});
+      } else {
+        uint32_t de = Digit(eh, d), dn = Digit(h, d);
+        std::vector<Off> two = de < dn ? std::vector<Off>{e, ne} : std::vector<Off>{ne, e};
+        sub = NewNode(kNode, (1u << de) | (1u << dn), (1u << de) | (1u << dn), 2, two);
+      }
+      for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+        sub = NewNode(kNode, 1u << *it, 0, 2, {sub});
+      }
+      kids[pos] = sub;
+      lm &= ~bit;
+      *added = true;
+    }
+  } else {
+    Off nc = TreeInsert(kids[pos], depth + 1, h, f, v, added);
+    if (nc == 0) return 0;
+    kids[pos] = nc;
+  }
+  if (torn_) return 0;
+  Off nn = NewNode(kNode, bm, lm, count + (*added ? 1 : 0), kids);
+  Retire(node);
+  return nn;
+}
+
+Off Dict::TreeRemove(Off node, int depth, uint64_t h, std::string_view f, bool* removed) {
+  uint8_t kind;
+  uint32_t bm, lm;
+  uint64_t count;
+  std::vector<Off> kids;
+  if (torn_ || !ReadNode(node, &kind, &bm, &lm, &count, &kids)) return node;
+  if (kind == kCollide) {
+    size_t i = 0;
+    while (i < kids.size() && !EntryIs(kids[i], f)) ++i;
+    if (i == kids.size()) return node;
+    Retire(kids[i]);
+    kids.erase(kids.begin() + i);
+    *removed = true;
+    Retire(node);
+    if (kids.empty()) return 0;
+    return NewNode(kCollide, static_cast<uint32_t>(kids.size()), 0, kids.size(), kids);
+  }
+  uint32_t bit = 1u << Digit(h, depth);
+  if (!(bm & bit)) return node;
+  uint32_t pos = static_cast<uint32_t>(__builtin_popcount(bm & (bit - 1)));
+  if (lm & bit) {
+    if (!EntryIs(kids[pos], f)) return node;
+    Retire(kids[pos]);
+    kids.erase(kids.begin() + pos);
+    bm &= ~bit;
+    lm &= ~bit;
+    *removed = true;
+  } else {
+    Off nc = TreeRemove(kids[pos], depth + 1, h, f, removed);
+    if (!*removed) return node;
+    if (nc == 0) {
+      kids.erase(kids.begin() + pos);
+      bm &= ~bit;
+    } else {
+      kids[pos] = nc;
+    }
+  }
+  Retire(node);
+  if (kids.empty() && depth > 0) return 0;
+  return NewNode(kNode, bm, lm, count - 1, kids);
+}
+
+// ---- Dict: staged changes ---------------------------------------------------------
+
+bool Dict::FitsPack(std::string_view f, std::string_view v) const {
+  uint32_t maxv = type_ == kTypeHash ? lim_.hash_pack_value : lim_.set_pack_value;
+  return f.size() <= maxv && v.size() <= maxv;
+}
+
+void Dict::ToPack() {
+  pack_.clear();
+  for (int64_t x : ints_) {
+    owned_.push_back(IntText(x));
+    pack_.emplace_back(owned_.back(), std::string_view());
+  }
+  ints_.clear();
+  enc_ = DictEnc::kPack;
+}
+
+void Dict::ToTree() {
+  std::vector<std::pair<std::string_view, std::string_view>> items;
+  if (enc_ == DictEnc::kIntset) ToPack();
+  items.swap(pack_);
+  root_ = NewNode(kNode, 0, 0, 0, {});
+  count_ = 0;
+  enc_ = DictEnc::kTree;
+  for (auto& [f, v] : items) {
+    bool added = false;
+    Off r = TreeInsert(root_, 0, HashField(f), f, v, &added);
+    if (r == 0) return;
+    root_ = r;
+    count_ += added;
+  }
+}
+
+bool Dict::Find(std::string_view field, std::string* value) {
+  switch (enc_) {
+    case DictEnc::kPack:
+      for (auto& [f, v] : pack_) {
+        if (f == field) {
+          if (value) value->assign(v);
+          return true;
+        }
+      }
+      return false;
+    case DictEnc::kIntset: {
+      int64_t x;
+      if (!CanonicalInt(field, &x)) return false;
+      bool in = std::binary_search(ints_.begin(), ints_.end(), x);
+      if (in && value) value->clear();
+      return in;
+    }
+    case DictEnc::kTree: return TreeFind(HashField(field), field, value);
+    default: return false;
+  }
+}
+
+bool Dict::Put(std::string_view field, std::string_view value) {
+  dirty_ = true;
+  if (enc_ == DictEnc::kNone) {
+    int64_t x;
+    if (type_ == kTypeSet && lim_.set_intset_entries > 0 && CanonicalInt(field, &x)) {
+      enc_ = DictEnc::kIntset;
+    } else {
+      enc_ = DictEnc::kPack;
+    }
+  }
+  if (enc_ == DictEnc::kIntset) {
+    int64_t x;
+    if (CanonicalInt(field, &x)) {
+      auto it = std::lower_bound(ints_.begin(), ints_.end(), x);
+      if (it != ints_.end() && *it == x) return false;
+      if (ints_.size() + 1 <= lim_.set_intset_entries) {
+        ints_.insert(it, x);
+        return true;
+      }
+    }
+    // A non-integer member or too many integers: listpack if it fits.
+    if (ints_.size() + 1 <= lim_.set_pack_entries && FitsPack(field, value)) {
+      ToPack();
+    } else {
+      ToTree();
+    }
+  }
+  if (enc_ == DictEnc::kPack) {
+    for (auto& [f, v] : pack_) {
+      if (f == field) {
+        if (FitsPack(field, value)) {
+          owned_.emplace_back(value);
+          v = owned_.back();
+          return false;
+        }
+        break;
+      }
+    }
+    uint32_t maxn = type_ == kTypeHash ? lim_.hash_pack_entries : lim_.set_pack_entries;
+    bool is_new = !Find(field);
+    if (FitsPack(field, value) && pack_.size() + (is_new ? 1 : 0) <= maxn) {
+      owned_.emplace_back(field);
+      std::string_view fv = owned_.back();
+      owned_.emplace_back(value);
+      pack_.emplace_back(fv, owned_.back());
+      return true;
+    }
+    ToTree();
+  }
+  if (enc_ != DictEnc::kTree || torn_) return false;
+  bool added = false;
+  Off r = TreeInsert(root_, 0, HashField(field), field, value, &added);
+  if (r != 0) {
+    root_ = r;
+    count_ += added;
+  }
+  return added;
+}
+
+bool Dict::Remove(std::string_view field) {
+  switch (enc_) {
+    case DictEnc::kPack:
+      for (size_t i = 0; i < pack_.size(); ++i) {
+        if (pack_[i].first == field) {
+          pack_.erase(pack_.begin() + static_cast<ptrdiff_t>(i));
+          dirty_ = true;
+          return true;
+        }
+      }
+      return false;
+    case DictEnc::kIntset: {
+      int64_t x;
+      if (!CanonicalInt(field, &x)) return false;
+      auto it = std::lower_bound(ints_.begin(), ints_.end(), x);
+      if (it == ints_.end() || *it != x) return false;
+      ints_.erase(it);
+      dirty_ = true;
+      return true;
+    }
+    case DictEnc::kTree: {
+      bool removed = false;
+      Off r = TreeRemove(root_, 0, HashField(field), field, &removed);
+      if (removed) {
+        dirty_ = true;
+        root_ = r;
+        --count_;
+      }
+      return removed;
+    }
+    default: return false;
+  }
+}
+
+// ---- Dict: iteration -----------------------------------------------------------
+
+void Dict::Walk(Off node, int depth, uint64_t base, uint64_t from, uint64_t* budget,
+                const std::function<bool(Off entry)>& fn, uint64_t* next, bool* stop) {
+  uint8_t kind;
+  uint32_t bm, lm;
+  uint64_t count;
+  std::vector<Off> kids;
+  if (!ReadNode(node, &kind, &bm, &lm, &count, &kids)) {
+    *stop = true;
+    return;
+  }
+  if (kind == kCollide) {
+    for (Off e : kids) {
+      if (!fn(e)) {
+        *stop = true;
+        return;
+      }
+    }
+    return;
+  }
+  uint32_t i = 0;
+  for (uint32_t d = 0; d < 32; ++d) {
+    uint32_t bit = 1u << d;
+    if (!(bm & bit)) continue;
+    Off child = kids[i++];
+    uint64_t cb = base + d * Span(depth + 1), ce = cb + Span(depth + 1);
+    if (ce <= from) continue;
+    if (*budget == 0) {
+      *next = cb > from ? cb : from;
+      *stop = true;
+      return;
+    }
+    if (lm & bit) {
+      --*budget;
+      if (!fn(child)) {
+        *stop = true;
+        return;
+      }
+    } else {
+      Walk(child, depth + 1, cb, from, budget, fn, next, stop);
+      if (*stop) return;
+    }
+  }
+}
+
+void Dict::ForEach(const std::function<bool(std::string_view, std::string_view)>& fn) {
+  switch (enc_) {
+    case DictEnc::kPack:
+      for (auto& [f, v] : pack_) {
+        if (!fn(f, v)) return;
+      }
+      return;
+    case DictEnc::kIntset:
+      for (int64_t x : ints_) {
+        std::string s = IntText(x);
+        if (!fn(s, {})) return;
+      }
+      return;
+    case DictEnc::kTree: {
+      uint64_t budget = ~uint64_t{0}, next = 0;
+      bool stop = false;
+      std::string f, v;
+      Walk(root_, 0, 0, 0, &budget,
+           [&](Off e) { return ReadEntry(e, &f, &v) && fn(f, v); }, &next, &stop);
+      return;
+    }
+    default: return;
+  }
+}
+
+void Dict::Scan(uint64_t cursor, uint64_t count,
+                const std::function<void(std::string_view, std::string_view)>& fn,
+                uint64_t* next) {
+  *next = 0;
+  if (enc_ != DictEnc::kTree) {
+    ForEach([&](std::string_view f, std::string_view v) {
+      fn(f, v);
+      return true;
+    });
+    return;
+  }
+  uint64_t budget = count == 0 ? 1 : count;
+  bool stop = false;
+  std::string f, v;
+  Walk(root_, 0, 0, cursor, &budget,
+       [&](Off e) {
+         if (!ReadEntry(e, &f, &v)) return false;
+         fn(f, v);
+         return true;
+       },
+       next, &stop);
+}
+
+bool Dict::NthEntry(Off node, uint64_t i, Off* out, int depth) {
+  uint8_t kind;
+  uint32_t bm, lm;
+  uint64_t count;
+  std::vector<Off> kids;
+  if (depth > kLeafDepth || !ReadNode(node, &kind, &bm, &lm, &count, &kids)) return false;
+  if (kind == kCollide) {
+    if (i >= kids.size()) return torn_ = true, false;
+    *out = kids[i];
+    return true;
+  }
+  uint32_t k = 0;
+  for (uint32_t d = 0; d < 32; ++d) {
+    uint32_t bit = 1u << d;
+    if (!(bm & bit)) continue;
+    Off child = kids[k++];
+    uint64_t n = 1;
+    if (!(lm & bit)) {
+      size_t bound = mem::CellBound(c_.arena, child);
+      if (child == 0 || bound < kNodeHdr) return torn_ = true, false;
+      n = mem::LoadRelaxed64(c_.arena.At(child) + kOffCount);
+    }
+    if (i < n) {
+      if (lm & bit) {
+        *out = child;
+        return true;
+      }
+      return NthEntry(child, i, out, depth + 1);
+    }
+    i -= n;
+  }
+  return torn_ = true, false;
+}
+
+bool Dict::At(uint64_t i, std::string* field, std::string* value) {
+  switch (enc_) {
+    case DictEnc::kPack:
+      if (i >= pack_.size()) return false;
+      field->assign(pack_[i].first);
+      if (value) value->assign(pack_[i].second);
+      return true;
+    case DictEnc::kIntset:
+      if (i >= ints_.size()) return false;
+      *field = IntText(ints_[i]);
+      if (value) value->clear();
+      return true;
+    case DictEnc::kTree: {
+      Off e;
+      return NthEntry(root_, i, &e, 0) && ReadEntry(e, field, value);
+    }
+    default: return false;
+  }
+}
+
+// ---- Dict: publish -----------------------------------------------------------------
+
+Status Dict::Validate() {
+  if (PC_CANARY(6)) return Status::kOk;
+  if (torn_) return Status::kVersion;
+  if (enc_ != DictEnc::kTree || version_ == 0) return Status::kOk;
+  ReadInfo ri;
+  Status s = Probe(c_, t_, key_, &ri);
+  if (s == Status::kStale) return s;
+  return s == Status::kOk && ri.version == version_ ? Status::kOk : Status::kVersion;
+}
+
+Status Dict::Commit() {
+  if (torn_) {
+    // A torn read (a stale snapshot: run again) or a failed allocation
+    // (kNoMem if the snapshot is still the key's state).
+    if (!alloc_failed_) return Status::kVersion;
+    ReadInfo ri;
+    Status s = Probe(c_, t_, key_, &ri);
+    bool current = version_ == 0 ? s == Status::kNotFound : s == Status::kOk && ri.version == version_;
+    return current ? Status::kNoMem : Status::kVersion;
+  }
+  if (!dirty_) return Validate();
+  if (size() == 0) {
+    if (version_ == 0) return Status::kOk;
+    // The last field went: the key goes (its cells with it, freed by the
+    // delete: retired_ cells belong to that tree and are not freed here).
+    Status s = DelIfVersion(c_, t_, key_, version_);
+    if (s == Status::kNotFound) s = Status::kVersion;
+    if (s == Status::kOk) {
+      retired_.clear();
+      for (Off o : fresh_) c_.alloc.Free(o);
+      fresh_.clear();
+      committed_ = true;
+    }
+    return s;
+  }
+  std::string out;
+  out.push_back(static_cast<char>(enc_));
+  switch (enc_) {
+    case DictEnc::kPack:
+      PutU32(&out, static_cast<uint32_t>(pack_.size()));
+      for (auto& [f, v] : pack_) {
+        PutVarint(&out, f.size());
+        out.append(f);
+        if (type_ == kTypeHash) {
+          PutVarint(&out, v.size());
+          out.append(v);
+        }
+      }
+      break;
+    case DictEnc::kIntset:
+      PutU32(&out, static_cast<uint32_t>(ints_.size()));
+      out.append(reinterpret_cast<const char*>(ints_.data()), ints_.size() * 8);
+      break;
+    case DictEnc::kTree:
+      out.append(3, '\0');
+      PutU32(&out, root_);
+      out.append(reinterpret_cast<const char*>(&count_), 8);
+      break;
+    default: return Status::kInvalid;
+  }
+  StoreOpts o;
+  o.type = type_;
+  o.check_version = true;
+  o.expect_version = version_;
+  o.keep_ttl = !replace_;
+  o.shallow_old = !replace_;
+  Status s = Set(c_, t_, key_, out, o);
+  if (s != Status::kOk) return s;
+  committed_ = true;
+  fresh_.clear();  // published
+  for (Off r : retired_) c_.alloc.Free(r);
+  retired_.clear();
+  return Status::kOk;
+}
+
+// ---- audit -------------------------------------------------------------------------
+
+bool WalkDictCells(const Ctx& c, std::string_view value, const std::function<void(Off)>& mark,
+                   std::string* err, uint64_t* entries) {
+  Off root;
+  uint64_t count;
+  *entries = 0;
+  if (!TreeRoot(value, &root, &count)) return true;  // pack / intset: inside the record
+  const mem::Arena& a = c.arena;
+  // Check each node's count against its subtree, bottom-up by recursion.
+  std::function<bool(Off, int, uint64_t, uint64_t*)> visit = [&](Off n, int depth, uint64_t prefix,
+                                                                uint64_t* total) -> bool {
+    size_t bound = mem::CellBound(a, n);
+    if (n == 0 || bound < kNodeHdr) return *err = "tree: bad node offset", false;
+    mark(n);
+    const char* p = a.At(n);
+    uint8_t kind = mem::LoadRelaxed8(p + kOffKind);
+    uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap), lm = mem::LoadRelaxed32(p + kOffLeaf);
+    uint64_t cnt = mem::LoadRelaxed64(p + kOffCount);
+    uint32_t nk = kind == kNode ? static_cast<uint32_t>(__builtin_popcount(bm)) : bm;
+    if (kind != kNode && kind != kCollide) return *err = "tree: bad node kind", false;
+    if (kind == kCollide && depth != kLeafDepth) return *err = "tree: collision node above the leaf depth", false;
+    if (kind == kNode && depth >= kLeafDepth) return *err = "tree: node below the leaf depth", false;
+    if (nk > (bound - kNodeHdr) / 4) return *err = "tree: node children beyond its cell", false;
+    if (kind == kNode && (lm & ~bm)) return *err = "tree: leaf bit without a child", false;
+    uint64_t sum = 0;
+    uint32_t k = 0;
+    for (uint32_t d = 0; d < 32 && k < nk; ++d) {
+      bool leaf;
+      uint64_t pre = prefix;
+      if (kind == kNode) {
+        if (!(bm & (1u << d))) continue;
+        leaf = lm & (1u << d);
+        pre = prefix | uint64_t{d} << (5 * depth);
+      } else {
+        leaf = true;
+      }
+      Off ch = mem::LoadRelaxed32(p + kNodeHdr + 4 * k++);
+      if (leaf) {
+        size_t eb = mem::CellBound(a, ch);
+        if (ch == 0 || eb < kEntryHdr) return *err = "tree: bad entry offset", false;
+        const char* e = a.At(ch);
+        if (mem::LoadRelaxed8(e + kOffKind) != kEntry) return *err = "tree: entry kind", false;
+        size_t fl = mem::LoadRelaxed32(e + kEntFlen), vl = mem::LoadRelaxed32(e + kEntVlen);
+        if (fl > eb - kEntryHdr || vl > eb - kEntryHdr - fl) return *err = "tree: entry lengths beyond its cell", false;
+        std::string f(fl, '\0');
+        mem::AtomicCopyOut(f.data(), e + kEntryHdr, fl);
+        uint64_t h = HashKey(f, c.catalog->seed ^ kFieldSeedMix);
+        int bits = 5 * (depth + (kind == kNode ? 1 : 0));
+        uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+        if (kind == kCollide) mask = (uint64_t{1} << 60) - 1;
+        if ((h & mask) != (pre & mask)) return *err = "tree: entry on the wrong path", false;
+        mark(ch);
+        ++sum;
+        ++*entries;
+      } else {
+        uint64_t sub = 0;
+        if (!visit(ch, depth + 1, pre, &sub)) return false;
+        sum += sub;
+      }
+    }
+    if (kind == kNode && !(depth == 0) && sum == 0) return *err = "tree: empty inner node", false;
+    if (cnt != sum) return *err = "tree: node count " + std::to_string(cnt) + " != " + std::to_string(sum), false;
+    *total = sum;
+    return true;
+  };
+  uint64_t total = 0;
+  if (!visit(root, 0, 0, &total)) return false;
+  if (total != count) {
+    *err = "tree: record count " + std::to_string(count) + " != " + std::to_string(total);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cache

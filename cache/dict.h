@@ -1,0 +1,198 @@
+// perfcached — aggregate values (hashes and sets): encodings and the
+// optimistic transaction every hash / set Op runs in.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// A hash or a set is one record of its table (type kTypeHash / kTypeSet)
+// whose value starts with an encoding byte:
+//
+//   pack    [1][count u32][flen varint][field][vlen varint][value] ...
+//           (sets: no value part). Small aggregates: the whole thing is the
+//           record's value, so a read is one seqlock-checked copy, like GET.
+//   intset  [2][count u32][int64 LE] ...   sorted; sets of integers only.
+//   tree    [3][0 0 0][root u32][count u64]   (16 bytes) a hash trie of cells
+//           in the arena, below.
+//
+// The tree: a hash array mapped trie over the 64-bit seeded hash of each
+// field. A node at depth d routes on hash bits [5d, 5d+5); depth 12 (60
+// bits) is a collision node that lists its entries. Every cell keeps byte 0
+// (the slab class byte) untouched:
+//
+//   node   0 cls | 1 kind=kNode | 2..3 0 | 4 bitmap u32 | 8 leafmask u32 |
+//          12 0 | 16 count u64 (entries below) | 24 child Off[popcount(bitmap)]
+//          A child whose bit is set in leafmask is an entry, else a node.
+//          (collision node: kind=kCollide, bitmap = number of children, all
+//          of them entries.)
+//   entry  0 cls | 1 kind=kEntry | 2..3 0 | 4 flen u32 | 8 vlen u32 | 12 field | value
+//
+// Published cells are immutable. A write copies the path from the root to
+// the changed entry into fresh cells (O(depth), about 4 nodes at a million
+// entries) and swaps the record (a new 16-byte root record) with the
+// record's version as the compare: if another write got in first, the
+// version differs, the fresh cells are freed and the Op runs again. The
+// cells the swap made unreachable are freed by the writer that swapped.
+// A reader walks the shared cells with bounds-checked relaxed loads and then
+// checks the record's version is unchanged: versions never repeat for a key
+// (record.h), so an unchanged version proves no cell it read was freed or
+// reused meanwhile — the same proof a big-value GET uses (docs/engine.md).
+// A process killed anywhere leaves the key as it was (before the swap) or as
+// it would be (after it); its fresh cells leak, as a killed SET's cell does.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "cache/table.h"
+
+namespace cache {
+
+enum class DictEnc : uint8_t { kNone = 0, kPack = 1, kIntset = 2, kTree = 3 };
+
+// Encoding thresholds (Redis's config names), shared by every process: they
+// live in the catalog (zero = the default).
+struct DictLimits {
+  uint32_t hash_pack_entries = 128;  // hash-max-listpack-entries
+  uint32_t hash_pack_value = 64;     // hash-max-listpack-value
+  uint32_t set_intset_entries = 512; // set-max-intset-entries
+  uint32_t set_pack_entries = 128;   // set-max-listpack-entries
+  uint32_t set_pack_value = 64;      // set-max-listpack-value
+  uint32_t list_pack_size = 0;       // list-max-listpack-size (kept for lists)
+  uint32_t zset_pack_entries = 128;  // zset-max-listpack-entries (kept for zsets)
+  uint32_t zset_pack_value = 64;     // zset-max-listpack-value (kept for zsets)
+};
+DictLimits GetDictLimits(const Ctx& c);
+void SetDictLimits(Ctx& c, const DictLimits& l);
+
+// Free a record that this process unlinked, with everything it owns (the
+// cells of a tree-encoded aggregate). The one free path for records.
+void FreeValue(Ctx& c, Off rec);
+// The encoding of a record value (its first byte) as Redis names it.
+const char* EncodingName(uint8_t type, std::string_view value);
+
+// One optimistic transaction over one aggregate key. Usage (every Op):
+//   for (;;) { Dict d(c, t, key, kTypeHash); st = d.Load(); ...reads and
+//              stages...; st = d.Commit() (writes) or d.Validate() (reads);
+//              if (st != kVersion) break; }
+// Lookups see the staged changes. Nothing is visible to others before
+// Commit; a Dict that is not committed frees what it allocated.
+class Dict {
+ public:
+  Dict(Ctx& c, const TableRef& t, std::string_view key, uint8_t type);
+  ~Dict();
+  Dict(const Dict&) = delete;
+  Dict& operator=(const Dict&) = delete;
+
+  // kOk (the key holds this type), kNotFound (absent: an empty aggregate),
+  // kWrongType, kStale.
+  [[nodiscard]] Status Load();
+  // For ops that overwrite the key whatever it holds (SINTERSTORE ...): an
+  // empty aggregate that Commit publishes in place of the current value
+  // (any type, freed whole), without its TTL.
+  [[nodiscard]] Status LoadForReplace();
+  bool exists() const { return version_ != 0; }
+  uint64_t size() const;
+  DictEnc encoding() const { return enc_; }
+  int64_t expire_ms() const { return expire_ms_; }
+
+  bool Find(std::string_view field, std::string* value = nullptr);
+  // Stage: insert or replace; returns true when the field is new.
+  bool Put(std::string_view field, std::string_view value = {});
+  // Stage: remove; returns true when it was there.
+  bool Remove(std::string_view field);
+  // Every entry (order: the encoding's); stop by returning false.
+  void ForEach(const std::function<bool(std::string_view f, std::string_view v)>& fn);
+  // One step of a cursor walk (HSCAN / SSCAN). Small encodings answer all
+  // entries and next = 0. A tree answers entries in hash-trie order from
+  // position `cursor` until `count` entries were seen; next = 0 at the end.
+  void Scan(uint64_t cursor, uint64_t count,
+            const std::function<void(std::string_view f, std::string_view v)>& fn,
+            uint64_t* next);
+  // The entry at index i (0 <= i < size()) in this snapshot's order.
+  bool At(uint64_t i, std::string* field, std::string* value);
+
+  // Publish the staged changes (an empty result deletes the key).
+  // kOk; kVersion: someone else changed the key first, run the Op again;
+  // kNoMem / kTooBig / kStale.
+  [[nodiscard]] Status Commit();
+  // For read-only Ops: kOk if what was read is still the key's state.
+  [[nodiscard]] Status Validate();
+  // A torn read of shared cells was detected (only possible on a stale
+  // snapshot): Validate / Commit answer kVersion.
+  bool torn() const { return torn_; }
+
+ private:
+  struct Node;
+  Status LoadPack(std::string_view v);
+  Status LoadIntset(std::string_view v);
+  void ToPack();
+  void ToTree();
+  bool FitsPack(std::string_view f, std::string_view v) const;
+  // tree
+  Off TreeInsert(Off node, int depth, uint64_t h, std::string_view f, std::string_view v,
+                 bool* added);
+  Off TreeRemove(Off node, int depth, uint64_t h, std::string_view f, bool* removed);
+  bool TreeFind(uint64_t h, std::string_view f, std::string* value);
+  bool ReadEntry(Off e, std::string* f, std::string* v);
+  bool EntryIs(Off e, std::string_view f);
+  Off NewEntry(std::string_view f, std::string_view v);
+  Off NewNode(uint8_t kind, uint32_t bitmap, uint32_t leafmask, uint64_t count,
+              const std::vector<Off>& kids);
+  bool ReadNode(Off n, uint8_t* kind, uint32_t* bitmap, uint32_t* leafmask, uint64_t* count,
+                std::vector<Off>* kids);
+  void Retire(Off cell);
+  void Walk(Off node, int depth, uint64_t prefix, uint64_t from, uint64_t* budget,
+            const std::function<bool(Off entry)>& fn, uint64_t* next, bool* stop);
+  bool NthEntry(Off node, uint64_t i, Off* out, int depth);
+  uint64_t HashField(std::string_view f) const;
+
+  Ctx& c_;
+  TableRef t_;
+  std::string key_;
+  uint8_t type_;
+  DictEnc enc_ = DictEnc::kNone;
+  uint64_t version_ = 0;   // 0 = absent
+  int64_t expire_ms_ = 0;
+  bool dirty_ = false;
+  bool torn_ = false;
+  bool committed_ = false;
+  bool replace_ = false;
+  bool alloc_failed_ = false;
+  DictLimits lim_;
+  // pack / intset: entries as views into buf_ or owned_ (stable storage)
+  std::string buf_;
+  std::deque<std::string> owned_;
+  std::vector<std::pair<std::string_view, std::string_view>> pack_;
+  std::vector<int64_t> ints_;
+  // tree
+  Off root_ = 0;
+  uint64_t count_ = 0;
+  std::unordered_set<Off> fresh_;  // cells this Dict allocated (private)
+  std::vector<Off> retired_;       // shared cells made unreachable
+};
+
+// Run one Dict Op until it is not beaten by another writer (kVersion).
+inline constexpr int kDictRetries = 100000;
+void DictBackoff(int attempt);
+template <class F>
+Status RunDict(F&& body) {
+  for (int i = 0; i < kDictRetries; ++i) {
+    Status s = body();
+    if (s != Status::kVersion) return s;
+    DictBackoff(i);
+  }
+  return Status::kBusy;
+}
+// A random 64-bit number (per-thread generator, seeded at first use).
+uint64_t DictRandom();
+
+// Audit support (cache/audit.cc): walk a tree-encoded value, calling
+// mark(cell) for every cell; false and *err on a structural defect.
+bool WalkDictCells(const Ctx& c, std::string_view value, const std::function<void(Off)>& mark,
+                   std::string* err, uint64_t* entries);
+
+}  // namespace cache

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cache/internal.h"
 #include "cache/table.h"
 #include "mem/canary.h"
 

@@ -6,6 +6,8 @@
 
 #include "cache/hash.h"
 #include "mem/canary.h"
+#include "cache/internal.h"
+#include "cache/number.h"
 #include "cache/table.h"
 
 namespace cache {
@@ -428,18 +430,6 @@ void LockBucket(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
 
 void LockOverflow(Ctx& c, TableHeader& h) {
   if (mem::Lock(h.ovf.lock, c.tid) == mem::LockResult::kTookFromDead) RepairOverflowLocked(c, h);
-}
-
-bool ParseInt64(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  if (s.size() == 1 && s[0] == '0') {
-    *out = 0;
-    return true;
-  }
-  size_t i = s[0] == '-' ? 1 : 0;
-  if (i == s.size() || s[i] < '1' || s[i] > '9') return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "modules/resp/command.h"
 
+#include "modules/exports.h"
 #include "proc/events.h"
 #include "proc/log.h"
 
@@ -116,10 +117,10 @@ void Register(Env& e, std::span<const CommandSpec> rows) {
 }
 
 void InitEnv(Env& e) {
-  RegisterStringFamily(e);
-  RegisterKeysFamily(e);
-  RegisterServerFamily(e);
-  RegisterPubSubFamily(e);
+  // The rows of every module's RESP families (modules/exports.h).
+  for (const modules::ModuleExports* m : modules::AllModules()) {
+    for (modules::RespFamily f : m->resp_families) f(e);
+  }
   // SELECT n: the collection named by resp_collections, else the one named n.
   const proc::Config& cfg = *e.cfg;
   int ndb = cfg.databases;

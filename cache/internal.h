@@ -75,6 +75,36 @@ inline void RaiseFloor(TableHeader& h, uint64_t v) {
   while (v > cur && !h.ver_floor.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
   }
 }
+inline bool Expired(int64_t expire_ms, int64_t now) { return expire_ms != 0 && expire_ms <= now; }
+inline bool Live(const TableHeader& h, const TableRef& t) {
+  return h.gen.load(std::memory_order_acquire) == t.gen &&
+         h.state.load(std::memory_order_relaxed) == kTableLive;
+}
+
+// Lock the bucket that `hash` routes to, re-routing if a split/merge moved
+// it meanwhile. Returns nullptr if the table has no such bucket (stale).
+Bucket* LockRouted(Ctx& c, TableHeader& h, uint64_t hash, uint64_t* idx_out);
+// The record of `key` under its bucket lock (and the overflow lock when it
+// lives there). For in-place updates of one field of a live record.
+struct KeyLock {
+  Bucket* b = nullptr;
+  uint64_t idx = 0;
+  Off rec = 0;
+  int slot = -1;          // the record's slot in b, or -1
+  Off node = 0;           // its overflow node (slot == -1)
+  Off* link = nullptr;    // the link that points at node
+  bool ovf_locked = false;
+};
+
+// false: the table is stale (no bucket to lock).
+bool LockKey(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, KeyLock* k);
+// The seqlock that brackets changes of the locked key's record.
+std::atomic<uint32_t>& KeySeq(TableHeader& h, const KeyLock& k);
+// Unlink the locked key's record (raising the version floor first). The
+// caller frees k.rec (and k.node) after unlocking.
+void UnlinkKeyLocked(const mem::Arena& a, TableHeader& h, const KeyLock& k);
+void UnlockKey(TableHeader& h, const KeyLock& k);
+
 // Tests only: run by the read-modify-write Ops (string_ops.cc, key_ops.cc)
 // between their read and their version-checked store or delete, i.e. a
 // concurrent writer at the worst moment. Empty in production.

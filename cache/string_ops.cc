@@ -132,6 +132,41 @@ Status MSet(Ctx& c, const TableRef& t, std::span<const std::string_view> kv) {
   return Status::kOk;
 }
 
+Status MSetNx(Ctx& c, const TableRef& t, std::span<const std::string_view> kv, bool* all_set) {
+  *all_set = false;
+  if (kv.size() % 2 != 0) return Status::kInvalid;
+  // A key given twice takes its last value (Redis): keep the last pair of
+  // every key, in the order of their last appearance.
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  pairs.reserve(kv.size() / 2);
+  for (size_t i = 0; i < kv.size(); i += 2) {
+    bool later = false;
+    for (size_t j = i + 2; j < kv.size() && !later; j += 2) later = kv[j] == kv[i];
+    if (!later) pairs.emplace_back(kv[i], kv[i + 1]);
+  }
+  ReadInfo ri;
+  for (auto& [k, v] : pairs) {
+    Status s = Probe(c, t, k, &ri);
+    if (s == Status::kOk) return Status::kOk;
+    if (s != Status::kNotFound) return s;
+  }
+  // All absent a moment ago: set each with NX; if another client wins one
+  // of them meanwhile, undo ours (only if still the version we stored).
+  std::vector<uint64_t> versions(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    StoreOpts so;
+    so.cond = Cond::kNx;
+    so.stored_version = &versions[i];
+    Status s = Set(c, t, pairs[i].first, pairs[i].second, so);
+    if (s != Status::kOk) {
+      for (size_t j = 0; j < i; ++j) (void)DelIfVersion(c, t, pairs[j].first, versions[j]);
+      return s == Status::kExists ? Status::kOk : s;
+    }
+  }
+  *all_set = true;
+  return Status::kOk;
+}
+
 Status Append(Ctx& c, const TableRef& t, std::string_view key, std::string_view tail,
               size_t max_value, int64_t* len) {
   std::string nv;

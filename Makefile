@@ -39,6 +39,7 @@ include cache/Makefile.inc
 include proc/Makefile.inc
 include net/Makefile.inc
 include modules/Makefile.inc
+include daemon/Makefile.inc
 include mi/Makefile.inc
 
 ENGINE_SRCS := $(MEM_SRCS) $(CACHE_SRCS)
@@ -89,7 +90,7 @@ $(DAEMON_BIN): $(BUILD)/$(DAEMON_MAIN:.cc=.o) $(DAEMON_LIB) $(ENGINE_LIB)
 	@$(if $(Q),echo "  LINK   $@")
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
 
-$(CLI_BIN): $(BUILD)/modules/perfcli_main.o $(BUILD)/mi/mi.o
+$(CLI_BIN): $(BUILD)/$(CLI_MAIN:.cc=.o) $(BUILD)/mi/mi.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK   $@")
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -251,5 +252,5 @@ run: deps
 clean:
 	rm -rf build build-asan build-tsan build-crash build-canary* bench/engine bin
 
--include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d) $(BUILD)/modules/perfcli_main.d
+-include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d) $(BUILD)/$(CLI_MAIN:.cc=.d)
 -include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(BUILD)/test/crash/crash_points.d

@@ -1,6 +1,7 @@
 // perfcached — the audit (see audit.h for what it checks).
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/audit.h"
+#include "cache/internal.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -11,6 +11,8 @@
 #include <random>
 
 #include "cache/hash.h"
+#include "cache/internal.h"
+#include "cache/number.h"
 #include "mem/canary.h"
 
 namespace cache {
@@ -53,7 +55,7 @@ bool GetVarint(std::string_view s, size_t* pos, uint64_t* v) {
   return false;
 }
 
-bool CanonicalInt(std::string_view s, int64_t* v) { return ParseInt64(s, v); }
+bool CanonicalInt(std::string_view s, int64_t* v) { return cache::ParseInt64(s, v); }
 
 std::string IntText(int64_t v) {
   char b[24];

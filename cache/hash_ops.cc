@@ -2,44 +2,18 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/hash_ops.h"
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <unordered_set>
 
 #include "cache/dict.h"
 #include "cache/glob.h"
+#include "cache/number.h"
+#include "cache/ops.h"
 
 namespace cache {
 
 namespace {
-
-// Redis's float text rules (INCRBYFLOAT / HINCRBYFLOAT).
-bool ParseFloatText(std::string_view s, long double* out) {
-  if (s.empty() || s.size() > 5000 || std::isspace(static_cast<unsigned char>(s[0]))) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  errno = 0;
-  long double v = std::strtold(tmp.c_str(), &end);
-  if (end != tmp.c_str() + tmp.size() || std::isnan(v) || errno == ERANGE) return false;
-  *out = v;
-  return true;
-}
-
-std::string FloatText(long double v) {
-  char buf[5000];
-  int n = std::snprintf(buf, sizeof buf, "%.17Lf", v);
-  if (n > 0 && std::strchr(buf, '.')) {
-    while (n > 0 && buf[n - 1] == '0') --n;
-    if (n > 0 && buf[n - 1] == '.') --n;
-  }
-  std::string s(buf, static_cast<size_t>(n > 0 ? n : 0));
-  if (s == "-0") s = "0";
-  return s;
-}
 
 std::string IntText(int64_t v) {
   char b[24];
@@ -178,7 +152,7 @@ Status HIncrBy(Ctx& c, const TableRef& t, std::string_view key, std::string_view
     if (s != Status::kOk && s != Status::kNotFound) return s;
     std::string v;
     int64_t cur = 0, n;
-    if (d.Find(field, &v) && !detail::ParseInt64(v, &cur)) {
+    if (d.Find(field, &v) && !ParseInt64(v, &cur)) {
       s = d.Validate();
       return s == Status::kOk ? Status::kNotInteger : s;
     }
@@ -201,16 +175,16 @@ Status HIncrByFloat(Ctx& c, const TableRef& t, std::string_view key, std::string
     if (s != Status::kOk && s != Status::kNotFound) return s;
     std::string v;
     long double cur = 0;
-    if (d.Find(field, &v) && !ParseFloatText(v, &cur)) {
+    if (d.Find(field, &v) && !ParseLongDouble(v, &cur)) {
       s = d.Validate();
       return s == Status::kOk ? Status::kNotFloat : s;
     }
     long double r = cur + delta;
     if (std::isnan(r) || std::isinf(r)) {
       s = d.Validate();
-      return s == Status::kOk ? Status::kNaN : s;
+      return s == Status::kOk ? Status::kNanOrInf : s;
     }
-    std::string text = FloatText(r);
+    std::string text = FormatLongDouble(r);
     d.Put(field, text);
     s = d.Commit();
     if (s == Status::kOk) *result = text;

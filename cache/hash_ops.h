@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "cache/table.h"
+#include "cache/catalog.h"
 
 namespace cache {
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cache/dict.h"
+#include "cache/internal.h"
 #include "cache/table.h"
 #include "mem/canary.h"
 

@@ -1,4 +1,4 @@
-// perfcached — key operations: lock-free reads, locked writes, counters, TTL.
+// perfcached — key operations: lock-free reads (Get, Probe) and locked writes (Set, Del).
 // Copyright (c) 2026 the perfcached authors.
 #include <charconv>
 #include <cstring>
@@ -7,6 +7,8 @@
 #include "cache/dict.h"
 #include "cache/hash.h"
 #include "mem/canary.h"
+#include "cache/internal.h"
+#include "cache/number.h"
 #include "cache/table.h"
 
 namespace cache {
@@ -21,7 +23,6 @@ inline void CpuRelax() {
 #endif
 }
 
-inline bool Expired(int64_t expire_ms, int64_t now) { return expire_ms != 0 && expire_ms <= now; }
 
 // Copy a record's metadata (and value when buf is given) out. Every length
 // is clamped against the cell bound by subtraction (no wrap on torn values).
@@ -133,6 +134,10 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
   return st;
 }
 
+}  // namespace
+
+namespace detail {
+
 // Lock the bucket that `hash` routes to, re-routing if a split/merge moved
 // it meanwhile. Returns nullptr if the table has no such bucket (stale).
 Bucket* LockRouted(Ctx& c, TableHeader& h, uint64_t hash, uint64_t* idx_out) {
@@ -149,23 +154,6 @@ Bucket* LockRouted(Ctx& c, TableHeader& h, uint64_t hash, uint64_t* idx_out) {
     mem::Unlock(b->lock);
   }
 }
-
-inline bool Live(const TableHeader& h, const TableRef& t) {
-  return h.gen.load(std::memory_order_acquire) == t.gen &&
-         h.state.load(std::memory_order_relaxed) == kTableLive;
-}
-
-// The record of `key` under its bucket lock (and the overflow lock when it
-// lives there). For in-place updates of one field of a live record.
-struct KeyLock {
-  Bucket* b = nullptr;
-  uint64_t idx = 0;
-  Off rec = 0;
-  int slot = -1;          // the record's slot in b, or -1
-  Off node = 0;           // its overflow node (slot == -1)
-  Off* link = nullptr;    // the link that points at node
-  bool ovf_locked = false;
-};
 
 bool LockKey(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, KeyLock* k) {
   k->b = LockRouted(c, h, hash, &k->idx);
@@ -216,6 +204,9 @@ void UnlockKey(TableHeader& h, const KeyLock& k) {
   mem::Unlock(k.b->lock);
 }
 
+}  // namespace detail
+
+namespace {
 
 // The read path shared by Get and Probe.
 Status CopyBig(Ctx& c, const TableRef& t, std::string_view key, Off rec, std::span<char> buf,
@@ -429,18 +420,6 @@ void LockBucket(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
 
 void LockOverflow(Ctx& c, TableHeader& h) {
   if (mem::Lock(h.ovf.lock, c.tid) == mem::LockResult::kTookFromDead) RepairOverflowLocked(c, h);
-}
-
-bool ParseInt64(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  if (s.size() == 1 && s[0] == '0') {
-    *out = 0;
-    return true;
-  }
-  size_t i = s[0] == '-' ? 1 : 0;
-  if (i == s.size() || s[i] < '1' || s[i] > '9') return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 }  // namespace detail
@@ -672,161 +651,5 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
   return expired ? Status::kNotFound : Status::kOk;
 }
 }  // namespace
-
-Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, int64_t* result) {
-  TableHeader& h = *t.h;
-  const mem::Arena& a = c.arena;
-  char buf[32];
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    ReadInfo ri;
-    Status st = Get(c, t, key, std::span<char>(buf, sizeof buf), &ri);
-    if (st == Status::kStale) return st;
-    if (st == Status::kNotFound) {
-      char v[8];
-      std::memcpy(v, &delta, 8);
-      StoreOpts o;
-      o.type = kTypeInt;
-      o.cond = Cond::kNx;
-      st = Set(c, t, key, std::string_view(v, 8), o);
-      if (st == Status::kExists) continue;
-      if (st == Status::kOk) *result = delta;
-      return st;
-    }
-    if (st == Status::kBufferTooSmall) return Status::kNotInteger;
-    if (st != Status::kOk) return st;
-    if (ri.type == kTypeInt) {
-      // Native counter: add under the bucket lock, no parse/format inside.
-      KeyLock k;
-      if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
-      RecView v{k.rec ? a.At(k.rec) : nullptr};
-      Status out = Status::kOk;
-      if (k.rec == 0 || v.type() != kTypeInt || Expired(v.expire(), NowMs(c)) || !Live(h, t)) {
-        out = Status::kBusy;  // changed under us: retry from the top
-      } else {
-        char* vp = v.value(kTypeInt, key.size());
-        int64_t cur = static_cast<int64_t>(mem::LoadRelaxed64(vp)), n;
-        if (__builtin_add_overflow(cur, delta, &n)) {
-          out = Status::kOverflow;
-        } else {
-          // The bracket: a reader never sees the counter and its version torn.
-          std::atomic<uint32_t>& seq = KeySeq(h, k);
-          PC_CRASH_POINT();
-          seq.fetch_add(1, std::memory_order_acq_rel);
-          mem::StoreRelaxed64(vp, static_cast<uint64_t>(n));
-          v.set_meta(v.expire(), NextVersion(v.version()));
-          PC_CRASH_POINT();
-          seq.fetch_add(1, std::memory_order_acq_rel);
-          *result = n;
-        }
-      }
-      UnlockKey(h, k);
-      if (out == Status::kBusy) continue;
-      if (out == Status::kOk) Count(c, h, kStatStores);
-      return out;
-    }
-    if (ri.type != kTypeString) return Status::kWrongType;
-    int64_t cur, n;
-    if (!ParseInt64(std::string_view(buf, ri.vlen), &cur)) return Status::kNotInteger;
-    if (__builtin_add_overflow(cur, delta, &n)) return Status::kOverflow;
-    char v[8];
-    std::memcpy(v, &n, 8);
-    StoreOpts o;
-    o.type = kTypeInt;
-    o.keep_ttl = true;
-    o.check_version = true;
-    o.expect_version = ri.version;
-    st = Set(c, t, key, std::string_view(v, 8), o);
-    if (st == Status::kVersion) continue;
-    if (st == Status::kOk) *result = n;
-    return st;
-  }
-  return Status::kBusy;
-}
-
-Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire_ms,
-                 ExpireCond cond, bool* changed) {
-  TableHeader& h = *t.h;
-  const mem::Arena& a = c.arena;
-  *changed = false;
-  int64_t now = NowMs(c);
-  KeyLock k;
-  if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
-  RecView v{k.rec ? a.At(k.rec) : nullptr};
-  Status st = Status::kOk;
-  bool removed = false;
-  if (!Live(h, t)) {
-    st = Status::kStale;
-  } else if (k.rec == 0 || Expired(v.expire(), now)) {
-    st = Status::kNotFound;
-  } else {
-    int64_t cur = v.expire();
-    bool ok = true;
-    switch (cond) {
-      case ExpireCond::kAlways: ok = !(expire_ms == 0 && cur == 0); break;
-      case ExpireCond::kNx: ok = cur == 0; break;
-      case ExpireCond::kXx: ok = cur != 0; break;
-      case ExpireCond::kGt: ok = cur != 0 && expire_ms > cur; break;
-      case ExpireCond::kLt: ok = cur == 0 || expire_ms < cur; break;
-    }
-    if (ok && expire_ms != 0 && expire_ms <= now) {
-      // An expiry in the past deletes, as in Redis: under the same lock, so
-      // a SET that lands after us is never the one deleted.
-      UnlinkKeyLocked(a, h, k);
-      removed = true;
-    } else if (ok) {
-      std::atomic<uint32_t>& seq = KeySeq(h, k);
-      PC_CRASH_POINT();
-      seq.fetch_add(1, std::memory_order_acq_rel);
-      v.set_meta(expire_ms, NextVersion(v.version()));
-      PC_CRASH_POINT();
-      seq.fetch_add(1, std::memory_order_acq_rel);
-      LowerHint(a, h, k.idx, expire_ms);
-    }
-    *changed = ok;
-  }
-  UnlockKey(h, k);
-  if (removed) {
-    FreeValue(c, k.rec);
-    c.alloc.Free(k.node);
-    Count(c, h, kStatDestroyed);
-    Count(c, h, kStatRemoves);
-  }
-  return st;
-}
-
-Status MSetNx(Ctx& c, const TableRef& t, std::span<const std::string_view> kv, bool* all_set) {
-  *all_set = false;
-  if (kv.size() % 2 != 0) return Status::kInvalid;
-  // A key given twice takes its last value (Redis): keep the last pair of
-  // every key, in the order of their last appearance.
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  pairs.reserve(kv.size() / 2);
-  for (size_t i = 0; i < kv.size(); i += 2) {
-    bool later = false;
-    for (size_t j = i + 2; j < kv.size() && !later; j += 2) later = kv[j] == kv[i];
-    if (!later) pairs.emplace_back(kv[i], kv[i + 1]);
-  }
-  ReadInfo ri;
-  for (auto& [k, v] : pairs) {
-    Status s = Probe(c, t, k, &ri);
-    if (s == Status::kOk) return Status::kOk;
-    if (s != Status::kNotFound) return s;
-  }
-  // All absent a moment ago: set each with NX; if another client wins one
-  // of them meanwhile, undo ours (only if still the version we stored).
-  std::vector<uint64_t> versions(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    StoreOpts so;
-    so.cond = Cond::kNx;
-    so.stored_version = &versions[i];
-    Status s = Set(c, t, pairs[i].first, pairs[i].second, so);
-    if (s != Status::kOk) {
-      for (size_t j = 0; j < i; ++j) (void)DelIfVersion(c, t, pairs[j].first, versions[j]);
-      return s == Status::kExists ? Status::kOk : s;
-    }
-  }
-  *all_set = true;
-  return Status::kOk;
-}
 
 }  // namespace cache

@@ -23,6 +23,7 @@
 #include <algorithm>
 
 #include "cache/glob.h"
+#include "cache/internal.h"
 #include "cache/table.h"
 
 namespace cache {

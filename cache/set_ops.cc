@@ -7,6 +7,7 @@
 
 #include "cache/dict.h"
 #include "cache/glob.h"
+#include "cache/ops.h"
 
 namespace cache {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/table.h"
+#include "cache/catalog.h"
 
 namespace cache {
 

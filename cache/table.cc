@@ -1,5 +1,6 @@
 // perfcached — the collection catalog: create, open, drop, rename, resize.
 // Copyright (c) 2026 the perfcached authors.
+#include "cache/internal.h"
 #include "cache/table.h"
 
 #include <sched.h>

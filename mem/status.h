@@ -25,8 +25,12 @@ enum class Status : uint16_t {
   kBusy,            // retry later (e.g. admin operation in progress)
   kInvalid,         // bad argument
   kFull,            // a fixed table (catalog, process slots) is full
-  kNotFloat,        // value is not a valid float
-  kNaN,             // the result would be NaN or infinite
+  // Command-level outcomes of the Op layer (cache/string_ops.h, key_ops.h):
+  kNotFloat,        // value or argument is not a valid float
+  kNanOrInf,        // INCRBYFLOAT would produce NaN or Infinity
+  kDecrOverflow,    // DECRBY of INT64_MIN (its negation overflows)
+  kOutOfRange,      // offset out of range (SETRANGE < 0)
+  kInvalidExpire,   // expire time overflows or is not positive
 };
 
 constexpr std::string_view StatusName(Status s) {
@@ -47,7 +51,10 @@ constexpr std::string_view StatusName(Status s) {
     case Status::kInvalid: return "invalid argument";
     case Status::kFull: return "table full";
     case Status::kNotFloat: return "not a float";
-    case Status::kNaN: return "NaN or infinity";
+    case Status::kNanOrInf: return "NaN or Infinity";
+    case Status::kDecrOverflow: return "decrement would overflow";
+    case Status::kOutOfRange: return "offset out of range";
+    case Status::kInvalidExpire: return "invalid expire time";
   }
   return "?";
 }

@@ -11,7 +11,8 @@
 // finish the replies in flight, exit; the supervisor exits 0.
 //
 // proc/ knows nothing of the doors: the binary passes DaemonHooks that
-// build the door inside each worker (see modules/perfcached_main.cc).
+// build the doors inside each worker: daemon/perfcached_main.cc builds them
+// from every module's exports table (modules/exports.h).
 
 #include <event2/event.h>
 

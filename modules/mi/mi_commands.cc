@@ -53,10 +53,9 @@ bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err) {
 
 // now + seconds as an absolute time in ms; false when it would overflow
 // (Redis answers "invalid expire time" there instead of wrapping around).
+// The same rule as SET EX (cache::AbsoluteExpire).
 bool Deadline(int64_t seconds, int64_t now_ms, int64_t* at) {
-  if (seconds <= 0 || seconds > (INT64_MAX - now_ms) / 1000) return false;
-  *at = now_ms + seconds * 1000;
-  return true;
+  return cache::AbsoluteExpire(now_ms, seconds, 1000, true, true, at) == mem::Status::kOk;
 }
 
 int64_t TtlSeconds(const cache::ReadInfo& ri, int64_t now) {
@@ -432,11 +431,12 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         }
         if (ttl < 0) return mi::MiParamError("Bad type for parameter 'ttl'");
         if (!Table(*e, p, &t, &err)) return err;
-        cache::StoreOpts o;
+        cache::StrSetArgs o;
         if (ttl > 0 && !Deadline(ttl, cache::NowMs(*e->pc.ctx), &o.expire_ms)) {
           return mi::MiParamError("invalid expire time: too large");
         }
-        mem::Status s = cache::Set(*e->pc.ctx, t, key, value, o);
+        cache::StrSetResult res;
+        mem::Status s = cache::StrSet(*e->pc.ctx, t, key, value, o, &res);  // the SET Op
         if (s == mem::Status::kNoMem) return mi::MiError(500, "out of memory");
         if (s != mem::Status::kOk) return mi::MiError(500, "store failed");
         return mi::MiOk();
@@ -448,17 +448,18 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         std::string glob, msg;
         if (!p.GetString("glob", &glob, &msg)) return mi::MiParamError(msg);
         if (!Table(*e, p, &t, &err)) return err;
-        int64_t n = 0;
+        std::vector<std::string> keys;
         if (cache::GlobIsLiteral(glob)) {
-          n = cache::Del(*e->pc.ctx, t, cache::GlobUnescape(glob)) == mem::Status::kOk;
+          keys.push_back(cache::GlobUnescape(glob));
         } else {
-          std::vector<std::string> keys;
           Walk(*e, t, glob, false, [&](const cache::ScanItem& it) {
             keys.emplace_back(it.key);
             return true;
           });
-          for (const auto& k : keys) n += cache::Del(*e->pc.ctx, t, k) == mem::Status::kOk;
         }
+        std::vector<std::string_view> views(keys.begin(), keys.end());
+        int64_t n = 0;
+        (void)cache::DelKeys(*e->pc.ctx, t, views, &n);  // the DEL Op
         return mi::MiResult(Json{{"deleted", n}});
       });
   auto keys_cmd = [e](const Params& p, bool values) {
@@ -597,12 +598,12 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
           return mi::MiParamError("invalid expire time: too large");
         }
         for (const auto& k : keys) {
+          // The PERSIST and EXPIREAT Ops.
           bool changed = false;
-          if (cache::SetExpire(*e->pc.ctx, t, k, at, cache::ExpireCond::kAlways, &changed) ==
-                  mem::Status::kOk &&
-              changed) {
-            ++n;
-          }
+          mem::Status s = at == 0 ? cache::Persist(*e->pc.ctx, t, k, &changed)
+                                  : cache::Expire(*e->pc.ctx, t, k, at, cache::ExpireCond::kAlways,
+                                                  &changed);
+          n += s == mem::Status::kOk && changed;
         }
         return mi::MiResult(Json{{"updated", n}});
       });

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "mi/mi.h"
+#include "modules/exports.h"
 #include "modules/mi/mi_module.h"
 
 #include <event2/event.h>
@@ -392,7 +393,10 @@ void RunMi(proc::ModuleProcContext& pc) {
   st.pc = &pc;
   st.cfg = pc.cfg;
   st.base = event_base_new();
-  RegisterCommands(st.reg, pc);
+  // The MI commands of every module (modules/exports.h).
+  for (const modules::ModuleExports* m : modules::AllModules()) {
+    if (m->mi_commands) m->mi_commands(st.reg, pc);
+  }
   unsigned mode = 0600;
   std::string merr;
   if (!proc::ParseFifoMode(pc.cfg->mi_fifo_mode, &mode, &merr)) LOG_ERR("%s: using 0600", merr.c_str());

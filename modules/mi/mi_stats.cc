@@ -23,22 +23,10 @@ constexpr CollStat kCollStats[] = {
     {"repairs", cache::kStatRepairs},
 };
 
-struct DoorStatName {
-  const char* name;
-  proc::DoorStat stat;
-};
-constexpr DoorStatName kDoorStats[] = {
-    {"accepted", proc::kDoorAccepted}, {"rejected", proc::kDoorRejected},
-    {"commands", proc::kDoorCommands}, {"errors", proc::kDoorErrors},
-    {"bytes_in", proc::kDoorBytesIn},  {"bytes_out", proc::kDoorBytesOut},
-    {"output_limit_disconnections", proc::kDoorOutputLimit},
-    {"query_limit_disconnections", proc::kDoorQueryLimit},
-};
 
-}  // namespace
-
-std::vector<StatValue> CollectStats(proc::ModuleProcContext& pc) {
-  std::vector<StatValue> v;
+// "perfcached" (all collections summed) and "perfcached_<collection>".
+void CollectEngineStats(proc::ModuleProcContext& pc, std::vector<StatValue>* out) {
+  std::vector<StatValue>& v = *out;
   auto infos = cache::ListCollections(*pc.ctx);
   double entries = 0, buckets = 0, overflow = 0;
   double totals[std::size(kCollStats)] = {};
@@ -66,11 +54,12 @@ std::vector<StatValue> CollectStats(proc::ModuleProcContext& pc) {
       v.push_back({g, cs.name, static_cast<double>(ci.stats[cs.stat]), true});
     }
   }
+}
+
+// "arena" (shared memory) and "core" (processes).
+void CollectArenaStats(proc::ModuleProcContext& pc, std::vector<StatValue>* out) {
+  std::vector<StatValue>& v = *out;
   const proc::ProcTable& pt = *pc.procs;
-  v.push_back({"resp", "open_connections", static_cast<double>(proc::DoorSum(pt, proc::kDoorOpen)), false});
-  for (const auto& d : kDoorStats) {
-    v.push_back({"resp", d.name, static_cast<double>(proc::DoorSum(pt, d.stat)), true});
-  }
   mem::Arena& a = pc.ctx->arena;
   v.push_back({"arena", "tier", static_cast<double>(a.tier()), false});
   v.push_back({"arena", "cap_bytes", static_cast<double>(a.cap_bytes()), false});
@@ -84,10 +73,9 @@ std::vector<StatValue> CollectStats(proc::ModuleProcContext& pc) {
   v.push_back({"core", "processes", static_cast<double>(pt.count), false});
   v.push_back({"core", "restarts", restarts, false});
   v.push_back({"core", "uptime", static_cast<double>(cache::NowMs(*pc.ctx) - pt.started_ms.load()) / 1000.0, false});
-  return v;
 }
 
-bool ResetStat(proc::ModuleProcContext& pc, const std::string& name) {
+bool ResetEngineStat(proc::ModuleProcContext& pc, const std::string& name) {
   bool found = false;
   for (const auto& cs : kCollStats) {
     if (name != cs.name) continue;
@@ -99,17 +87,27 @@ bool ResetStat(proc::ModuleProcContext& pc, const std::string& name) {
       }
     }
   }
-  for (const auto& d : kDoorStats) {
-    if (name != d.name) continue;
-    found = true;
-    pc.procs->door_base[d.stat] = proc::DoorSum(*pc.procs, d.stat, true);
-  }
   return found;
 }
 
-void ResetAllStats(proc::ModuleProcContext& pc) {
-  for (const auto& cs : kCollStats) ResetStat(pc, cs.name);
-  for (const auto& d : kDoorStats) ResetStat(pc, d.name);
+void ResetEngineStats(proc::ModuleProcContext& pc) {
+  for (const auto& cs : kCollStats) ResetEngineStat(pc, cs.name);
 }
+bool ResetNothing(proc::ModuleProcContext&, const std::string&) { return false; }
+void ResetNothingAll(proc::ModuleProcContext&) {}
+
+}  // namespace
+
+// The MI module exports the engine's statistics (the RESP module its own).
+const StatExport kEngineStats[2] = {
+    {10, &CollectEngineStats, &ResetEngineStat, &ResetEngineStats},
+    {30, &CollectArenaStats, &ResetNothing, &ResetNothingAll},
+};
+
+std::vector<StatValue> CollectStats(proc::ModuleProcContext& pc) { return CollectAllStats(pc); }
+bool ResetStat(proc::ModuleProcContext& pc, const std::string& name) {
+  return ResetStatByName(pc, name);
+}
+void ResetAllStats(proc::ModuleProcContext& pc) { ResetAllModuleStats(pc); }
 
 }  // namespace modules::mi_door

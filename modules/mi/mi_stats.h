@@ -6,22 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "modules/exports.h"
 #include "proc/daemon.h"
 
 namespace modules::mi_door {
 
-// One statistic in OpenSIPS's shape: "group:name". Counters are sums of
-// per-process lines (never a shared atomic); gauges are read live.
-struct StatValue {
-  std::string group;
-  std::string name;
-  double value;
-  bool incremental;  // a counter (resettable), else a gauge
-};
+using modules::StatExport;
+using modules::StatValue;
 
-// Every statistic, in a stable order. Groups: "perfcached" (all collections
-// summed), "perfcached_<collection>" (one collection), "resp" (the RESP
-// door), "arena" (shared memory), "core" (processes).
+// The engine's statistic groups, exported by the MI module (mi_exports.cc).
+extern const StatExport kEngineStats[2];
+
+// Every module's statistics (modules/exports.h), in a stable order.
+// Groups: "perfcached" (all collections summed), "perfcached_<collection>"
+// (one collection), "resp" (the RESP door), "arena" (shared memory),
+// "core" (processes).
 std::vector<StatValue> CollectStats(proc::ModuleProcContext& pc);
 // Re-baseline one counter (bare name, every group that has it); false when
 // no counter has that name. Gauges are never touched.

@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "modules/resp/command.h"
 
+#include "modules/exports.h"
 #include "proc/events.h"
 #include "proc/log.h"
 
@@ -27,7 +28,7 @@ bool EqNoCase(std::string_view a, std::string_view b) {
 
 bool ParseLL(std::string_view s, long long* out) {
   int64_t v;
-  if (!cache::detail::ParseInt64(s, &v)) return false;
+  if (!cache::ParseInt64(s, &v)) return false;
   *out = v;
   return true;
 }
@@ -38,29 +39,9 @@ bool ParseLLOrReply(CmdCtx& c, std::string_view s, long long* out) {
   return false;
 }
 
-bool ParseLongDouble(std::string_view s, long double* out) {
-  if (s.empty() || s.size() > 5000) return false;
-  if (std::isspace(static_cast<unsigned char>(s[0]))) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  errno = 0;
-  long double v = std::strtold(tmp.c_str(), &end);
-  if (end != tmp.c_str() + tmp.size() || std::isnan(v) || errno == ERANGE) return false;
-  *out = v;
-  return true;
-}
+bool ParseLongDouble(std::string_view s, long double* out) { return cache::ParseLongDouble(s, out); }
 
-std::string FormatLongDouble(long double v) {
-  char buf[5000];
-  int n = std::snprintf(buf, sizeof buf, "%.17Lf", v);
-  if (n > 0 && std::strchr(buf, '.')) {
-    while (n > 0 && buf[n - 1] == '0') --n;
-    if (n > 0 && buf[n - 1] == '.') --n;
-  }
-  std::string s(buf, static_cast<size_t>(n));
-  if (s == "-0") s = "0";
-  return s;
-}
+std::string FormatLongDouble(long double v) { return cache::FormatLongDouble(v); }
 
 int64_t NowMs(const Env& e) { return cache::NowMs(*e.ctx); }
 
@@ -78,6 +59,18 @@ void ReplyStatus(CmdCtx& c, mem::Status s) {
     case mem::Status::kNoMem: c.r.Error(kErrOom); break;
     case mem::Status::kTooBig: c.r.Error(kErrTooBig); break;
     case mem::Status::kStale: c.r.Error("ERR the selected collection was dropped"); break;
+    case mem::Status::kNotFound: c.r.Error(kErrNoKey); break;
+    case mem::Status::kBusy: c.r.Error("ERR busy key, try again"); break;
+    case mem::Status::kNotFloat: c.r.Error(kErrNotFloat); break;
+    case mem::Status::kNanOrInf: c.r.Error("ERR increment would produce NaN or Infinity"); break;
+    case mem::Status::kDecrOverflow: c.r.Error("ERR decrement would overflow"); break;
+    case mem::Status::kOutOfRange: c.r.Error("ERR offset is out of range"); break;
+    case mem::Status::kInvalidExpire: {
+      std::string n(c.arg(0));
+      for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      c.r.Error("ERR invalid expire time in '" + n + "' command");
+      break;
+    }
     default:
       c.r.Error(std::string("ERR ") + std::string(mem::StatusName(s)));
       break;
@@ -124,10 +117,10 @@ void Register(Env& e, std::span<const CommandSpec> rows) {
 }
 
 void InitEnv(Env& e) {
-  RegisterStringFamily(e);
-  RegisterKeysFamily(e);
-  RegisterServerFamily(e);
-  RegisterPubSubFamily(e);
+  // The rows of every module's RESP families (modules/exports.h).
+  for (const modules::ModuleExports* m : modules::AllModules()) {
+    for (modules::RespFamily f : m->resp_families) f(e);
+  }
   // SELECT n: the collection named by resp_collections, else the one named n.
   const proc::Config& cfg = *e.cfg;
   int ndb = cfg.databases;

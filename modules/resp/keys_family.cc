@@ -2,7 +2,6 @@
 // Copyright (c) 2026 the perfcached authors.
 #include <charconv>
 #include <memory>
-#include <random>
 
 #include "cache/glob.h"
 #include "modules/resp/command.h"
@@ -12,50 +11,34 @@ namespace {
 
 using mem::Status;
 
+void ReplyInt(CmdCtx& c, Status s, long long n) {
+  if (s == Status::kOk) {
+    c.r.Int(n);
+  } else {
+    ReplyStatus(c, s);
+  }
+}
+
 void CmdDel(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  long long n = 0;
-  for (size_t i = 1; i < c.argc(); ++i) n += cache::Del(*c.env.ctx, t, c.arg(i)) == Status::kOk;
-  c.r.Int(n);
+  int64_t n = 0;
+  Status st = cache::DelKeys(*c.env.ctx, t, c.argv.subspan(1), &n);
+  ReplyInt(c, st, n);
 }
 
 void CmdExists(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  long long n = 0;
-  cache::ReadInfo ri;
-  for (size_t i = 1; i < c.argc(); ++i) n += cache::Probe(*c.env.ctx, t, c.arg(i), &ri) == Status::kOk;
-  c.r.Int(n);
-}
-
-const char* TypeName(uint8_t t) {
-  switch (t) {
-    case cache::kTypeString:
-    case cache::kTypeInt: return "string";
-    case cache::kTypeHash: return "hash";
-    case cache::kTypeList: return "list";
-    case cache::kTypeSet: return "set";
-    case cache::kTypeZset: return "zset";
-    case cache::kTypeJson: return "ReJSON-RL";
-  }
-  return "none";
-}
-
-int TypeFromName(std::string_view n) {
-  if (EqNoCase(n, "string")) return cache::kTypeString;
-  if (EqNoCase(n, "hash")) return cache::kTypeHash;
-  if (EqNoCase(n, "list")) return cache::kTypeList;
-  if (EqNoCase(n, "set")) return cache::kTypeSet;
-  if (EqNoCase(n, "zset")) return cache::kTypeZset;
-  return 99;  // Redis: an unknown TYPE simply matches nothing
+  int64_t n = 0;
+  Status st = cache::CountExisting(*c.env.ctx, t, c.argv.subspan(1), &n);
+  ReplyInt(c, st, n);
 }
 
 void CmdType(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  cache::ReadInfo ri;
-  c.r.Simple(cache::Probe(*c.env.ctx, t, c.arg(1), &ri) == Status::kOk ? TypeName(ri.type) : "none");
+  c.r.Simple(cache::KeyType(*c.env.ctx, t, c.arg(1)));
 }
 
 // EXPIRE family: unit_ms = 1000 for seconds; relative = basetime now.
@@ -82,11 +65,10 @@ void ExpireGeneric(CmdCtx& c, long long unit_ms, bool relative) {
     c.r.Error("ERR GT and LT options at the same time are not compatible");
     return;
   }
-  long long base = relative ? NowMs(c.env) : 0, ms;
-  if (__builtin_mul_overflow(when, unit_ms, &ms) || __builtin_add_overflow(ms, base, &ms)) {
-    std::string n(c.arg(0));
-    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    c.r.Error("ERR invalid expire time in '" + n + "' command");
+  int64_t ms;
+  Status s = cache::AbsoluteExpire(NowMs(c.env), when, unit_ms, relative, false, &ms);
+  if (s != Status::kOk) {
+    ReplyStatus(c, s);
     return;
   }
   cache::TableRef t;
@@ -96,57 +78,31 @@ void ExpireGeneric(CmdCtx& c, long long unit_ms, bool relative) {
                            : gt ? cache::ExpireCond::kGt
                            : lt ? cache::ExpireCond::kLt
                                 : cache::ExpireCond::kAlways;
-  if (ms <= 0) ms = 1;  // absolute time 0 or before: already expired (0 means "never")
   bool changed = false;
-  Status s = cache::SetExpire(*c.env.ctx, t, c.arg(1), ms, cond, &changed);
-  if (s == Status::kOk || s == Status::kNotFound) {
-    c.r.Int(changed ? 1 : 0);
-  } else {
-    ReplyStatus(c, s);
-  }
+  s = cache::Expire(*c.env.ctx, t, c.arg(1), ms, cond, &changed);
+  ReplyInt(c, s, changed ? 1 : 0);
 }
 void CmdExpire(CmdCtx& c) { ExpireGeneric(c, 1000, true); }
 void CmdPExpire(CmdCtx& c) { ExpireGeneric(c, 1, true); }
 void CmdExpireAt(CmdCtx& c) { ExpireGeneric(c, 1000, false); }
 void CmdPExpireAt(CmdCtx& c) { ExpireGeneric(c, 1, false); }
 
-// mode: 0 TTL, 1 PTTL, 2 EXPIRETIME, 3 PEXPIRETIME
-void TtlGeneric(CmdCtx& c, int mode) {
+void TtlGeneric(CmdCtx& c, cache::TtlUnit unit) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  cache::ReadInfo ri;
-  if (cache::Probe(*c.env.ctx, t, c.arg(1), &ri) != Status::kOk) {
-    c.r.Int(-2);
-    return;
-  }
-  if (ri.expire_ms == 0) {
-    c.r.Int(-1);
-    return;
-  }
-  long long left = ri.expire_ms - NowMs(c.env);
-  if (left < 0) left = 0;
-  switch (mode) {
-    case 0: c.r.Int((left + 500) / 1000); break;
-    case 1: c.r.Int(left); break;
-    case 2: c.r.Int(ri.expire_ms / 1000); break;
-    default: c.r.Int(ri.expire_ms); break;
-  }
+  c.r.Int(cache::Ttl(*c.env.ctx, t, c.arg(1), unit));
 }
-void CmdTtl(CmdCtx& c) { TtlGeneric(c, 0); }
-void CmdPTtl(CmdCtx& c) { TtlGeneric(c, 1); }
-void CmdExpireTime(CmdCtx& c) { TtlGeneric(c, 2); }
-void CmdPExpireTime(CmdCtx& c) { TtlGeneric(c, 3); }
+void CmdTtl(CmdCtx& c) { TtlGeneric(c, cache::TtlUnit::kTtl); }
+void CmdPTtl(CmdCtx& c) { TtlGeneric(c, cache::TtlUnit::kPTtl); }
+void CmdExpireTime(CmdCtx& c) { TtlGeneric(c, cache::TtlUnit::kExpireTime); }
+void CmdPExpireTime(CmdCtx& c) { TtlGeneric(c, cache::TtlUnit::kPExpireTime); }
 
 void CmdPersist(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
   bool changed = false;
-  Status s = cache::SetExpire(*c.env.ctx, t, c.arg(1), 0, cache::ExpireCond::kAlways, &changed);
-  if (s == Status::kOk || s == Status::kNotFound) {
-    c.r.Int(changed ? 1 : 0);
-  } else {
-    ReplyStatus(c, s);
-  }
+  Status st = cache::Persist(*c.env.ctx, t, c.arg(1), &changed);
+  ReplyInt(c, st, changed ? 1 : 0);
 }
 
 // KEYS runs in slices of kKeysSlice residues so that a big table does not
@@ -235,7 +191,7 @@ void CmdScan(CmdCtx& c) {
         return;
       }
     } else if (EqNoCase(o, "TYPE")) {
-      f.type = TypeFromName(c.arg(i + 1));
+      f.type = cache::TypeFromName(c.arg(i + 1));
     } else {
       c.r.Error(kErrSyntax);
       return;
@@ -268,7 +224,7 @@ void CmdScan(CmdCtx& c) {
 void CmdDbSize(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  c.r.Int(static_cast<long long>(cache::CollectionEntries(*c.env.ctx, t)));
+  c.r.Int(static_cast<long long>(cache::DbSize(*c.env.ctx, t)));
 }
 
 bool FlushArgsOk(CmdCtx& c) {
@@ -283,7 +239,7 @@ void CmdFlushDb(CmdCtx& c) {
   if (!FlushArgsOk(c)) return;
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  (void)cache::ClearCollection(*c.env.ctx, t, nullptr);
+  (void)cache::FlushDb(*c.env.ctx, t);
   c.r.Simple("OK");
 }
 
@@ -291,69 +247,34 @@ void CmdFlushAll(CmdCtx& c) {
   if (!FlushArgsOk(c)) return;
   for (size_t db = 0; db < c.env.db_names.size(); ++db) {
     cache::TableRef t;
-    if (TableForDb(c.env, static_cast<int>(db), &t)) (void)cache::ClearCollection(*c.env.ctx, t, nullptr);
+    if (TableForDb(c.env, static_cast<int>(db), &t)) (void)cache::FlushDb(*c.env.ctx, t);
   }
   c.r.Simple("OK");
 }
 
-// Move/copy src to dst (possibly another table). mode: 0 RENAME, 1 RENAMENX, 2 COPY.
-// Returns the reply already sent.
-void MoveKey(CmdCtx& c, const cache::TableRef& st, const cache::TableRef& dt, std::string_view src,
-             std::string_view dst, int mode, bool replace) {
-  for (int tries = 0; tries < 100; ++tries) {
-    std::string v;
-    cache::ReadInfo ri;
-    Status s = cache::GetString(*c.env.ctx, st, src, &v, &ri);
-    if (s == Status::kNotFound) {
-      if (mode == 2) {
-        c.r.Int(0);
-      } else {
-        c.r.Error(kErrNoKey);
-      }
-      return;
-    }
-    if (s != Status::kOk) {
-      ReplyStatus(c, s);
-      return;
-    }
-    if (st.h == dt.h && src == dst) {
-      if (mode == 0) c.r.Simple("OK");
-      else c.r.Int(0);
-      return;
-    }
-    cache::StoreOpts so;
-    so.expire_ms = ri.expire_ms;
-    so.type = ri.type == cache::kTypeInt ? static_cast<uint8_t>(cache::kTypeString) : ri.type;
-    if (mode == 1 || (mode == 2 && !replace)) so.cond = cache::Cond::kNx;
-    s = cache::Set(*c.env.ctx, dt, dst, v, so);
-    if (s == Status::kExists) {
-      c.r.Int(0);
-      return;
-    }
-    if (s != Status::kOk) {
-      ReplyStatus(c, s);
-      return;
-    }
-    if (mode == 2) {
-      c.r.Int(1);
-      return;
-    }
-    s = cache::DelIfVersion(*c.env.ctx, st, src, ri.version);
-    if (s == Status::kVersion) continue;  // src was written meanwhile: move the newer value
-    if (mode == 0) c.r.Simple("OK");
-    else c.r.Int(1);
-    return;
+// RENAME / RENAMENX / COPY: one Op, three replies.
+void MoveKey(CmdCtx& c, const cache::TableRef& st, const cache::TableRef& dt,
+             cache::MoveMode mode, bool replace) {
+  bool done = false;
+  Status s = cache::MoveKey(*c.env.ctx, st, dt, c.arg(1), c.arg(2), mode, replace, &done);
+  if (s == Status::kNotFound && mode == cache::MoveMode::kCopy) {
+    c.r.Int(0);
+  } else if (s != Status::kOk) {
+    ReplyStatus(c, s);  // kNotFound: "ERR no such key"
+  } else if (mode == cache::MoveMode::kRename) {
+    c.r.Simple("OK");
+  } else {
+    c.r.Int(done ? 1 : 0);
   }
-  c.r.Error("ERR busy key, try again");
 }
 
 void CmdRename(CmdCtx& c) {
   cache::TableRef t;
-  if (CurrentTable(c, &t)) MoveKey(c, t, t, c.arg(1), c.arg(2), 0, false);
+  if (CurrentTable(c, &t)) MoveKey(c, t, t, cache::MoveMode::kRename, false);
 }
 void CmdRenameNx(CmdCtx& c) {
   cache::TableRef t;
-  if (CurrentTable(c, &t)) MoveKey(c, t, t, c.arg(1), c.arg(2), 1, false);
+  if (CurrentTable(c, &t)) MoveKey(c, t, t, cache::MoveMode::kRenameNx, false);
 }
 
 void CmdCopy(CmdCtx& c) {
@@ -376,7 +297,7 @@ void CmdCopy(CmdCtx& c) {
       return;
     }
   }
-  MoveKey(c, t, dt, c.arg(1), c.arg(2), 2, replace);
+  MoveKey(c, t, dt, cache::MoveMode::kCopy, replace);
 }
 
 void CmdTouch(CmdCtx& c) { CmdExists(c); }
@@ -384,31 +305,11 @@ void CmdTouch(CmdCtx& c) { CmdExists(c); }
 void CmdRandomKey(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  if (cache::CollectionEntries(*c.env.ctx, t) == 0) {
-    c.r.Null();
-    return;
-  }
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  uint32_t level = static_cast<uint32_t>(t.h->route.load() >> 32);
-  uint64_t nres = uint64_t{1} << level;
-  uint64_t r = rng() % nres;
-  uint64_t cursor = r == 0 ? 0 : (r << 6) | level;
-  std::string found;
-  for (uint64_t step = 0; step <= nres && found.empty(); ++step) {
-    uint64_t next = 0;
-    if (cache::ScanStep(*c.env.ctx, t, cursor, 1, {},
-                        [&](const cache::ScanItem& it) {
-                          if (found.empty()) found.assign(it.key);
-                        },
-                        &next) != Status::kOk) {
-      break;
-    }
-    cursor = next;
-  }
-  if (found.empty()) {
-    c.r.Null();
+  std::string key;
+  if (cache::RandomKey(*c.env.ctx, t, &key) == Status::kOk) {
+    c.r.Bulk(key);
   } else {
-    c.r.Bulk(found);
+    c.r.Null();
   }
 }
 

@@ -1,9 +1,5 @@
 // perfcached — RESP string commands (GET SET ... INCRBYFLOAT), as Redis answers them.
 // Copyright (c) 2026 the perfcached authors.
-#include <cmath>
-#include <cstring>
-#include <limits>
-
 #include "modules/resp/command.h"
 
 namespace modules::resp {
@@ -11,33 +7,34 @@ namespace {
 
 using mem::Status;
 
-bool IsStringType(uint8_t t) { return t == cache::kTypeString || t == cache::kTypeInt; }
+size_t MaxValue(const CmdCtx& c) { return static_cast<size_t>(c.env.cfg->max_value_mb) << 20; }
 
-// The string value of key: kOk, kNotFound, kWrongType.
-Status ReadString(CmdCtx& c, const cache::TableRef& t, std::string_view key, std::string* out,
-                  cache::ReadInfo* ri) {
-  cache::ReadInfo tmp;
-  if (!ri) ri = &tmp;
-  Status s = cache::GetString(*c.env.ctx, t, key, out, ri);
-  if (s == Status::kOk && !IsStringType(ri->type)) return Status::kWrongType;
-  return s;
-}
-
-// ReadString, replying nil (absent) or the error itself: false means the
-// reply is already written (Redis's ...OrReply convention).
-bool ReadStringOrReply(CmdCtx& c, const cache::TableRef& t, std::string_view key, std::string* out,
-                       cache::ReadInfo* ri) {
-  Status s = ReadString(c, t, key, out, ri);
-  if (s == Status::kOk) return true;
-  if (s == Status::kNotFound) {
+// Reply a bulk string, nil for kNotFound, else the status's error.
+void ReplyValue(CmdCtx& c, Status s, std::string_view v) {
+  if (s == Status::kOk) {
+    c.r.Bulk(v);
+  } else if (s == Status::kNotFound) {
     c.r.Null();
   } else {
     ReplyStatus(c, s);
   }
-  return false;
 }
 
-size_t MaxValue(const CmdCtx& c) { return static_cast<size_t>(c.env.cfg->max_value_mb) << 20; }
+void ReplyInt(CmdCtx& c, Status s, long long n) {
+  if (s == Status::kOk) {
+    c.r.Int(n);
+  } else {
+    ReplyStatus(c, s);
+  }
+}
+
+void ReplyOk(CmdCtx& c, Status s) {
+  if (s == Status::kOk) {
+    c.r.Simple("OK");
+  } else {
+    ReplyStatus(c, s);
+  }
+}
 
 // SET / GETEX expiry options. Returns false after replying.
 struct ExpireOpt {
@@ -46,7 +43,7 @@ struct ExpireOpt {
   int64_t expire_ms = 0;  // absolute
 };
 
-bool ParseExpireOpts(CmdCtx& c, size_t from, bool is_set, const char* cmd, ExpireOpt* o) {
+bool ParseExpireOpts(CmdCtx& c, size_t from, bool is_set, ExpireOpt* o) {
   int64_t now = NowMs(c.env);
   for (size_t i = from; i < c.argc(); ++i) {
     std::string_view a = c.arg(i);
@@ -65,20 +62,15 @@ bool ParseExpireOpts(CmdCtx& c, size_t from, bool is_set, const char* cmd, Expir
                 EqNoCase(a, "PXAT")) &&
                !o->keepttl && !o->persist && !o->has_expire && has_next) {
       long long v;
-      if (!ParseLL(c.arg(i + 1), &v)) {
-        c.r.Error(kErrNotInt);
-        return false;
-      }
+      if (!ParseLLOrReply(c, c.arg(i + 1), &v)) return false;
       bool secs = EqNoCase(a, "EX") || EqNoCase(a, "EXAT");
       bool rel = EqNoCase(a, "EX") || EqNoCase(a, "PX");
-      long long ms = v;
-      if (v <= 0 || (secs && __builtin_mul_overflow(v, 1000LL, &ms)) ||
-          (rel && __builtin_add_overflow(ms, now, &ms))) {
-        c.r.Error(std::string("ERR invalid expire time in '") + cmd + "' command");
+      Status s = cache::AbsoluteExpire(now, v, secs ? 1000 : 1, rel, true, &o->expire_ms);
+      if (s != Status::kOk) {
+        ReplyStatus(c, s);
         return false;
       }
       o->has_expire = true;
-      o->expire_ms = ms;
       ++i;
     } else {
       c.r.Error(kErrSyntax);
@@ -93,7 +85,7 @@ void CmdGet(CmdCtx& c) {
   if (!CurrentTable(c, &t)) return;
   // Fast path: copy the value straight into a reused buffer (no resize,
   // no memset), then into the reply. Large values and counters take the
-  // general path.
+  // general path (the GET Op).
   cache::ReadInfo ri;
   std::vector<char>& buf = c.env.value_buf;
   Status s = cache::Get(*c.env.ctx, t, c.arg(1), std::span<char>(buf.data(), buf.size()), &ri);
@@ -106,44 +98,26 @@ void CmdGet(CmdCtx& c) {
     return;
   }
   std::string& v = c.env.scratch;
-  if (ReadStringOrReply(c, t, c.arg(1), &v, nullptr)) c.r.Bulk(v);
+  Status st = cache::StrGet(*c.env.ctx, t, c.arg(1), &v);
+  ReplyValue(c, st, v);
 }
 
 void CmdSet(CmdCtx& c) {
   cache::TableRef t;
   ExpireOpt o;
-  if (!ParseExpireOpts(c, 3, true, "set", &o) || !CurrentTable(c, &t)) return;
-  std::string old;
-  bool had_old = false;
-  if (o.get) {
-    Status s = ReadString(c, t, c.arg(1), &old, nullptr);
-    if (s == Status::kWrongType) {
-      c.r.Error(kErrWrongType);
-      return;
-    }
-    had_old = s == Status::kOk;
-  }
-  cache::StoreOpts so;
-  so.expire_ms = o.has_expire ? o.expire_ms : 0;
-  so.keep_ttl = o.keepttl;
-  so.cond = o.nx ? cache::Cond::kNx : o.xx ? cache::Cond::kXx : cache::Cond::kAlways;
-  bool had = false;
-  if (o.get) {
-    so.old_value = &old;
-    so.had_old = &had;
-  }
-  Status s = cache::Set(*c.env.ctx, t, c.arg(1), c.arg(2), so);
-  if (s == Status::kOk) {
-    if (!o.get) {
-      c.r.Simple("OK");
-    } else if (had) {
-      c.r.Bulk(old);
-    } else {
-      c.r.Null();
-    }
-  } else if (s == Status::kExists || s == Status::kNotExists) {
-    if (o.get && had_old) {
-      c.r.Bulk(old);
+  if (!ParseExpireOpts(c, 3, true, &o) || !CurrentTable(c, &t)) return;
+  cache::StrSetArgs a;
+  a.expire_ms = o.has_expire ? o.expire_ms : 0;
+  a.keep_ttl = o.keepttl;
+  a.cond = o.nx ? cache::Cond::kNx : o.xx ? cache::Cond::kXx : cache::Cond::kAlways;
+  a.get = o.get;
+  cache::StrSetResult r;
+  Status s = cache::StrSet(*c.env.ctx, t, c.arg(1), c.arg(2), a, &r);
+  if (s == Status::kOk && !o.get) {
+    c.r.Simple("OK");
+  } else if (s == Status::kOk || s == Status::kExists || s == Status::kNotExists) {
+    if (r.had_old) {
+      c.r.Bulk(r.old);
     } else {
       c.r.Null();
     }
@@ -155,109 +129,68 @@ void CmdSet(CmdCtx& c) {
 void CmdSetNx(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  cache::StoreOpts so;
-  so.cond = cache::Cond::kNx;
-  Status s = cache::Set(*c.env.ctx, t, c.arg(1), c.arg(2), so);
-  if (s == Status::kOk || s == Status::kExists) {
-    c.r.Int(s == Status::kOk ? 1 : 0);
-  } else {
-    ReplyStatus(c, s);
-  }
+  cache::StrSetArgs a;
+  a.cond = cache::Cond::kNx;
+  cache::StrSetResult r;
+  Status s = cache::StrSet(*c.env.ctx, t, c.arg(1), c.arg(2), a, &r);
+  ReplyInt(c, s == Status::kExists ? Status::kOk : s, s == Status::kOk ? 1 : 0);
 }
 
-void SetWithTtl(CmdCtx& c, bool ms, const char* cmd) {
-  cache::TableRef t;
+void SetWithTtl(CmdCtx& c, bool ms) {
   long long v;
   if (!ParseLLOrReply(c, c.arg(2), &v)) return;
-  long long mul = ms ? 1 : 1000, abs_ms;
-  if (v <= 0 || __builtin_mul_overflow(v, mul, &abs_ms) ||
-      __builtin_add_overflow(abs_ms, NowMs(c.env), &abs_ms)) {
-    c.r.Error(std::string("ERR invalid expire time in '") + cmd + "' command");
+  cache::StrSetArgs a;
+  Status s = cache::AbsoluteExpire(NowMs(c.env), v, ms ? 1 : 1000, true, true, &a.expire_ms);
+  if (s != Status::kOk) {
+    ReplyStatus(c, s);
     return;
   }
+  cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  cache::StoreOpts so;
-  so.expire_ms = abs_ms;
-  Status s = cache::Set(*c.env.ctx, t, c.arg(1), c.arg(3), so);
-  if (s == Status::kOk) {
-    c.r.Simple("OK");
-  } else {
-    ReplyStatus(c, s);
-  }
+  cache::StrSetResult r;
+  ReplyOk(c, cache::StrSet(*c.env.ctx, t, c.arg(1), c.arg(3), a, &r));
 }
-void CmdSetEx(CmdCtx& c) { SetWithTtl(c, false, "setex"); }
-void CmdPSetEx(CmdCtx& c) { SetWithTtl(c, true, "psetex"); }
+void CmdSetEx(CmdCtx& c) { SetWithTtl(c, false); }
+void CmdPSetEx(CmdCtx& c) { SetWithTtl(c, true); }
 
 void CmdGetSet(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
   std::string old;
-  Status s = ReadString(c, t, c.arg(1), &old, nullptr);
-  if (s == Status::kWrongType) {
-    c.r.Error(kErrWrongType);
-    return;
-  }
   bool had = false;
-  cache::StoreOpts so;
-  so.old_value = &old;
-  so.had_old = &had;
-  s = cache::Set(*c.env.ctx, t, c.arg(1), c.arg(2), so);
-  if (s != Status::kOk) {
-    ReplyStatus(c, s);
-  } else if (had) {
-    c.r.Bulk(old);
-  } else {
-    c.r.Null();
-  }
+  Status s = cache::GetSet(*c.env.ctx, t, c.arg(1), c.arg(2), &old, &had);
+  ReplyValue(c, s == Status::kOk && !had ? Status::kNotFound : s, old);
 }
 
 void CmdGetDel(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  for (int tries = 0; tries < 100; ++tries) {
-    std::string v;
-    cache::ReadInfo ri;
-    if (!ReadStringOrReply(c, t, c.arg(1), &v, &ri)) return;
-    Status s = cache::DelIfVersion(*c.env.ctx, t, c.arg(1), ri.version);
-    if (s == Status::kOk) {
-      c.r.Bulk(v);
-      return;
-    }
-    if (s == Status::kNotFound) {
-      c.r.Null();
-      return;
-    }
-    // kVersion: changed between the read and the delete; read again.
-  }
-  c.r.Error("ERR busy key, try again");
+  std::string& v = c.env.scratch;
+  Status st = cache::GetDel(*c.env.ctx, t, c.arg(1), &v);
+  ReplyValue(c, st, v);
 }
 
 void CmdGetEx(CmdCtx& c) {
   cache::TableRef t;
   ExpireOpt o;
-  if (!ParseExpireOpts(c, 2, false, "getex", &o) || !CurrentTable(c, &t)) return;
-  std::string v;
-  if (!ReadStringOrReply(c, t, c.arg(1), &v, nullptr)) return;
-  if (o.has_expire || o.persist) {
-    bool changed;
-    (void)cache::SetExpire(*c.env.ctx, t, c.arg(1), o.persist ? 0 : o.expire_ms,
-                           cache::ExpireCond::kAlways, &changed);
-  }
-  c.r.Bulk(v);
+  if (!ParseExpireOpts(c, 2, false, &o) || !CurrentTable(c, &t)) return;
+  std::string& v = c.env.scratch;
+  Status s = cache::GetEx(*c.env.ctx, t, c.arg(1), o.has_expire || o.persist,
+                          o.persist ? 0 : o.expire_ms, &v);
+  ReplyValue(c, s, v);
 }
 
 void CmdMGet(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
   c.r.Array(c.argc() - 1);
-  std::string& v = c.env.scratch;
-  for (size_t i = 1; i < c.argc(); ++i) {
-    if (ReadString(c, t, c.arg(i), &v, nullptr) == Status::kOk) {
-      c.r.Bulk(v);
+  cache::MGet(*c.env.ctx, t, c.argv.subspan(1), [&](size_t, const std::string* v) {
+    if (v) {
+      c.r.Bulk(*v);
     } else {
       c.r.Null();
     }
-  }
+  });
 }
 
 void CmdMSet(CmdCtx& c) {
@@ -267,14 +200,7 @@ void CmdMSet(CmdCtx& c) {
   }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  for (size_t i = 1; i < c.argc(); i += 2) {
-    Status s = cache::Set(*c.env.ctx, t, c.arg(i), c.arg(i + 1));
-    if (s != Status::kOk) {
-      ReplyStatus(c, s);
-      return;
-    }
-  }
-  c.r.Simple("OK");
+  ReplyOk(c, cache::MSet(*c.env.ctx, t, c.argv.subspan(1)));
 }
 
 void CmdMSetNx(CmdCtx& c) {
@@ -284,74 +210,25 @@ void CmdMSetNx(CmdCtx& c) {
   }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  std::vector<std::string_view> kv;
-  kv.reserve(c.argc() - 1);
-  for (size_t i = 1; i < c.argc(); ++i) kv.push_back(c.arg(i));
   bool all_set = false;
-  Status s = cache::MSetNx(*c.env.ctx, t, kv, &all_set);
-  if (s == Status::kOk) {
-    c.r.Int(all_set ? 1 : 0);
-  } else {
-    ReplyStatus(c, s);
-  }
-}
-
-// Read-modify-write with a version check: `fn` turns the old value (absent
-// = empty, *exists false) into the new one; the store only lands if nobody
-// wrote the key meanwhile, else it runs again.
-template <typename Fn>
-Status Rmw(CmdCtx& c, const cache::TableRef& t, std::string_view key, Fn fn, bool keep_ttl,
-           std::string* result) {
-  for (int tries = 0; tries < 1000; ++tries) {
-    std::string old;
-    cache::ReadInfo ri;
-    Status s = ReadString(c, t, key, &old, &ri);
-    if (s != Status::kOk && s != Status::kNotFound) return s;
-    bool exists = s == Status::kOk;
-    Status fs = fn(exists, old, result);
-    if (fs != Status::kOk) return fs;
-    cache::StoreOpts so;
-    so.check_version = true;
-    so.expect_version = exists ? ri.version : 0;
-    so.keep_ttl = keep_ttl;
-    s = cache::Set(*c.env.ctx, t, key, *result, so);
-    if (s != Status::kVersion) return s;
-  }
-  return Status::kBusy;
+  Status s = cache::MSetNx(*c.env.ctx, t, c.argv.subspan(1), &all_set);
+  ReplyInt(c, s, all_set ? 1 : 0);
 }
 
 void CmdAppend(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  std::string_view tail = c.arg(2);
-  size_t maxv = MaxValue(c);
-  std::string nv;
-  Status s = Rmw(
-      c, t, c.arg(1),
-      [&](bool, const std::string& old, std::string* out) {
-        if (old.size() + tail.size() > maxv) return Status::kTooBig;
-        out->assign(old);
-        out->append(tail);
-        return Status::kOk;
-      },
-      true, &nv);
-  if (s == Status::kOk) {
-    c.r.Int(static_cast<long long>(nv.size()));
-  } else {
-    ReplyStatus(c, s);
-  }
+  int64_t len = 0;
+  Status st = cache::Append(*c.env.ctx, t, c.arg(1), c.arg(2), MaxValue(c), &len);
+  ReplyInt(c, st, len);
 }
 
 void CmdStrLen(CmdCtx& c) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  std::string& v = c.env.scratch;
-  Status s = ReadString(c, t, c.arg(1), &v, nullptr);
-  if (s == Status::kOk || s == Status::kNotFound) {
-    c.r.Int(s == Status::kOk ? static_cast<long long>(v.size()) : 0);
-  } else {
-    ReplyStatus(c, s);
-  }
+  int64_t len = 0;
+  Status st = cache::StrLen(*c.env.ctx, t, c.arg(1), &len);
+  ReplyInt(c, st, len);
 }
 
 void CmdGetRange(CmdCtx& c) {
@@ -359,138 +236,55 @@ void CmdGetRange(CmdCtx& c) {
   if (!ParseLLOrReply(c, c.arg(2), &start) || !ParseLLOrReply(c, c.arg(3), &end)) return;
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  std::string& v = c.env.scratch;
-  Status s = ReadString(c, t, c.arg(1), &v, nullptr);
-  if (s == Status::kNotFound) {
-    c.r.Bulk("");
-    return;
-  }
-  if (s != Status::kOk) {
-    ReplyStatus(c, s);
-    return;
-  }
-  long long len = static_cast<long long>(v.size());
-  if (start < 0 && end < 0 && start > end) {
-    c.r.Bulk("");
-    return;
-  }
-  if (start < 0) start = len + start;
-  if (end < 0) end = len + end;
-  if (start < 0) start = 0;
-  if (end < 0) end = 0;
-  if (end >= len) end = len - 1;
-  if (len == 0 || start > end) {
-    c.r.Bulk("");
-    return;
-  }
-  c.r.Bulk(std::string_view(v).substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+  std::string out;
+  Status st = cache::GetRange(*c.env.ctx, t, c.arg(1), start, end, &out);
+  ReplyValue(c, st, out);
 }
 
 void CmdSetRange(CmdCtx& c) {
   long long off;
   if (!ParseLLOrReply(c, c.arg(2), &off)) return;
   if (off < 0) {
-    c.r.Error("ERR offset is out of range");
+    ReplyStatus(c, Status::kOutOfRange);  // before the table: as Redis
     return;
   }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  std::string_view val = c.arg(3);
-  if (val.empty()) {
-    std::string& v = c.env.scratch;
-    Status s = ReadString(c, t, c.arg(1), &v, nullptr);
-    if (s == Status::kOk || s == Status::kNotFound) {
-      c.r.Int(s == Status::kOk ? static_cast<long long>(v.size()) : 0);
-    } else {
-      ReplyStatus(c, s);
-    }
-    return;
-  }
-  if (static_cast<unsigned long long>(off) + val.size() > MaxValue(c)) {
-    c.r.Error(kErrTooBig);
-    return;
-  }
-  std::string nv;
-  Status s = Rmw(
-      c, t, c.arg(1),
-      [&](bool, const std::string& old, std::string* out) {
-        out->assign(old);
-        size_t need = static_cast<size_t>(off) + val.size();
-        if (out->size() < need) out->resize(need, '\0');
-        std::memcpy(out->data() + off, val.data(), val.size());
-        return Status::kOk;
-      },
-      true, &nv);
-  if (s == Status::kOk) {
-    c.r.Int(static_cast<long long>(nv.size()));
-  } else {
-    ReplyStatus(c, s);
-  }
+  int64_t len = 0;
+  Status st = cache::SetRange(*c.env.ctx, t, c.arg(1), off, c.arg(3), MaxValue(c), &len);
+  ReplyInt(c, st, len);
 }
 
-void IncrDecr(CmdCtx& c, long long delta) {
+void IncrDecr(CmdCtx& c, long long delta, bool decr) {
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  int64_t r;
-  Status s = cache::IncrBy(*c.env.ctx, t, c.arg(1), delta, &r);
-  if (s == Status::kOk) {
-    c.r.Int(r);
-  } else {
-    ReplyStatus(c, s);
-  }
+  int64_t r = 0;
+  Status s = decr ? cache::DecrBy(*c.env.ctx, t, c.arg(1), delta, &r)
+                  : cache::IncrBy(*c.env.ctx, t, c.arg(1), delta, &r);
+  ReplyInt(c, s, r);
 }
-void CmdIncr(CmdCtx& c) { IncrDecr(c, 1); }
-void CmdDecr(CmdCtx& c) { IncrDecr(c, -1); }
+void CmdIncr(CmdCtx& c) { IncrDecr(c, 1, false); }
+void CmdDecr(CmdCtx& c) { IncrDecr(c, 1, true); }
 void CmdIncrBy(CmdCtx& c) {
   long long d;
-  if (ParseLLOrReply(c, c.arg(2), &d)) IncrDecr(c, d);
+  if (ParseLLOrReply(c, c.arg(2), &d)) IncrDecr(c, d, false);
 }
 void CmdDecrBy(CmdCtx& c) {
   long long d;
-  if (!ParseLLOrReply(c, c.arg(2), &d)) return;
-  if (d == std::numeric_limits<long long>::min()) {
-    c.r.Error("ERR decrement would overflow");
-    return;
-  }
-  IncrDecr(c, -d);
+  if (ParseLLOrReply(c, c.arg(2), &d)) IncrDecr(c, d, true);
 }
 
 void CmdIncrByFloat(CmdCtx& c) {
   long double incr;
-  if (!ParseLongDouble(c.arg(2), &incr)) {
-    c.r.Error(kErrNotFloat);
+  if (!cache::ParseLongDouble(c.arg(2), &incr)) {
+    ReplyStatus(c, Status::kNotFloat);
     return;
   }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
-  bool bad_old = false, nan = false;
   std::string nv;
-  Status s = Rmw(
-      c, t, c.arg(1),
-      [&](bool exists, const std::string& old, std::string* out) {
-        long double cur = 0;
-        if (exists && !ParseLongDouble(old, &cur)) {
-          bad_old = true;
-          return Status::kInvalid;
-        }
-        long double r = cur + incr;
-        if (std::isnan(r) || std::isinf(r)) {
-          nan = true;
-          return Status::kInvalid;
-        }
-        *out = FormatLongDouble(r);
-        return Status::kOk;
-      },
-      true, &nv);
-  if (s == Status::kOk) {
-    c.r.Bulk(nv);
-  } else if (bad_old) {
-    c.r.Error(kErrNotFloat);
-  } else if (nan) {
-    c.r.Error("ERR increment would produce NaN or Infinity");
-  } else {
-    ReplyStatus(c, s);
-  }
+  Status st = cache::IncrByFloat(*c.env.ctx, t, c.arg(1), incr, &nv);
+  ReplyValue(c, st, nv);
 }
 
 constexpr CommandSpec kStringCommands[] = {

@@ -80,6 +80,24 @@ int Workload(cache::Ctx& c, int round) {
   for (int i = 0; i < 10; ++i) (void)cache::IncrBy(c, ta, "ctr:" + std::to_string(i % 3), 1, &n);
   (void)cache::Set(c, ta, "sctr", "41");
   (void)cache::IncrBy(c, ta, "sctr", 1, &n);
+  // the Ops (cache/string_ops.h, key_ops.h): their read-modify-write paths
+  // are version-checked stores and deletes; values stay one repeated letter
+  {
+    int64_t len;
+    std::string v;
+    (void)cache::Set(c, ta, "ap", "pp");
+    for (int i = 0; i < 4; ++i) (void)cache::Append(c, ta, "ap", "ppp", 1 << 20, &len);
+    (void)cache::Append(c, ta, "ctr:0", "7", 1 << 20, &len);         // a counter becomes text
+    (void)cache::SetRange(c, ta, "ap", 3, "pppppppppppppppp", 1 << 20, &len);  // grows it
+    (void)cache::SetRange(c, ta, "sr", 0, "ssss", 1 << 20, &len);    // creates
+    (void)cache::IncrByFloat(c, ta, "fl", 3, &v);
+    (void)cache::GetDel(c, ta, "k:4", &v);
+    bool done;
+    (void)cache::MoveKey(c, ta, ta, "k:5", "mv", cache::MoveMode::kRename, false, &done);
+    (void)cache::MoveKey(c, ta, ta, "k:6", "mv", cache::MoveMode::kRenameNx, false, &done);
+    (void)cache::MoveKey(c, ta, to, "mv", "mv", cache::MoveMode::kCopy, true, &done);  // other table
+    (void)cache::MoveKey(c, ta, ta, "sr", "ap", cache::MoveMode::kCopy, true, &done);
+  }
   // expire: set a TTL, persist, and an expiry in the past (a delete)
   bool changed;
   (void)cache::SetExpire(c, ta, "k:1", now + 50000, cache::ExpireCond::kAlways, &changed);

@@ -51,6 +51,16 @@ CASES = [
      ("INCRBYFLOAT", "f", "abc"), ("SET", "s", "x"), ("INCRBYFLOAT", "s", "1"),
      ("INCRBYFLOAT", "g", "3.0e3"), ("INCRBYFLOAT", "h", "0.1"), ("INCRBYFLOAT", "h", "0.2"),
      ("INCRBYFLOAT", "i", "5"), ("INCRBYFLOAT", "i", "-5")],
+    # the Ops' error texts and edges (issue 9)
+    [("INCRBYFLOAT", "y", "inf"), ("INCRBYFLOAT", "y", "-inf"), ("INCRBYFLOAT", "y", "1e5000"),
+     ("EXISTS", "y"), ("GETDEL", "nokey"), ("SET", "g", "v"), ("GETDEL", "g"), ("GETDEL", "g"),
+     ("GETSET", "g", "1"), ("GETSET", "g", "2"), ("INCR", "g"), ("GETSET", "g", "x"),
+     ("MSET", "m1", "a", "m2"), ("MGET", "m1", "g", "nokey"), ("GETRANGE", "g", "0", "-1"),
+     ("SUBSTR", "g", "-1", "-1"), ("APPEND", "new", "abc"), ("SETRANGE", "new", "5", "z"),
+     ("GET", "new"), ("SETEX", "s", "9223372036854775807", "v"),
+     ("PSETEX", "s", "9223372036854775807", "v"), ("GETEX", "g", "EXAT", "9223372036854775807"),
+     ("GETEX", "g", "PX", "9223372036854775807"), ("EXPIREAT", "g", "-9223372036854775808"),
+     ("RENAME", "nokey", "x"), ("RENAMENX", "nokey", "x"), ("DECRBY", "cnt", "5"), ("DECR", "cnt")],
     # keys
     [("SET", "a", "1"), ("SET", "b", "2"), ("DEL", "a", "b", "c"), ("UNLINK", "a"), ("EXISTS", "a", "a"),
      ("SET", "x", "1"), ("EXISTS", "x", "x", "y"), ("TYPE", "x"), ("TYPE", "nokey"), ("TOUCH", "x", "y")],

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "cache/audit.h"
+#include "cache/internal.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "cache/internal.h"
 #include "test/unit/cache/fixture.h"
 // CppUTest last: its operator-new macros must not meet the standard headers.
 #include "CppUTest/TestHarness.h"

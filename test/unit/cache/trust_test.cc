@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "cache/internal.h"
 #include "test/unit/cache/fixture.h"
 // CppUTest last: its operator-new macros must not meet the standard headers.
 #include "CppUTest/TestHarness.h"

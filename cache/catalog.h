@@ -1,0 +1,203 @@
+// perfcached — the catalog of collections: shared layout, handles, create/open/drop/rename/list.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// A collection is a linear-hashing table of 64-byte buckets (cache/bucket.h)
+// over a segmented directory, plus an overflow side table, living in the
+// shared arena. Any process holding a Ctx (its own allocator slot) may read
+// and write any collection; the admin calls (create, drop, rename, resize)
+// may run concurrently with them.
+//
+// Routing: route = level << 32 | split. idx = h mod 2^level; if idx < split,
+// idx = h mod 2^(level+1). nbuckets = 2^level + split. Segments of 4096
+// buckets are appended as the table grows, so buckets never move.
+//
+// Catalog: kMaxCollections TableHeader entries. A TableRef remembers the
+// entry's generation; every operation checks it (writers under the bucket
+// lock, readers after their copy), so a collection dropped under a caller
+// answers kStale instead of touching a table that is no longer its own.
+//
+// Lock order: admin lock -> bucket locks in ascending index -> overflow lock
+// -> slab pool / group locks. No allocation and no free happen while a
+// bucket or the overflow lock is held.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/bucket.h"
+#include "cache/record.h"
+#include "mem/arena.h"
+#include "mem/lock.h"
+#include "mem/slab.h"
+#include "mem/status.h"
+
+namespace cache {
+
+using mem::Off;
+using mem::Status;
+
+inline constexpr uint32_t kSegBuckets = 4096;
+inline constexpr uint32_t kSegShift = 12;
+inline constexpr uint32_t kMaxSegs = 8192;          // 2^25 buckets
+inline constexpr uint32_t kMaxLevel = 25;
+inline constexpr uint32_t kOvfHeads = 1024;
+inline constexpr uint32_t kMaxCollections = 128;
+inline constexpr size_t kMaxName = 63;
+inline constexpr int kReadRetries = 64;
+inline constexpr uint32_t kCatalogMagic = 0x43544C47;  // "GLTC"
+
+// Per-process, per-collection counters (one line per process slot, summed on
+// read; only the owning process writes its line, with plain load+store).
+enum Stat : uint8_t {
+  kStatHits, kStatMisses, kStatStores, kStatRemoves, kStatExpired, kStatEvicted,
+  kStatCreated, kStatDestroyed, kStatSeqRetries, kStatLockFallbacks, kStatSplits,
+  kStatMerges, kStatReads, kStatNoMem, kStatOvfInserts, kStatRepairs, kStatCount
+};
+struct alignas(64) StatLine {
+  std::atomic<uint64_t> c[16];
+};
+static_assert(sizeof(StatLine) == 128);
+static_assert(kStatCount <= 16);
+
+struct Overflow {
+  std::atomic<uint32_t> seq;       // seqlock over all chains
+  mem::ShmLock lock;
+  std::atomic<uint32_t> count;     // nodes linked
+  Off heads;                       // Off -> Off[kOvfHeads]
+};
+static_assert(sizeof(Overflow) == 16);
+
+enum TableState : uint32_t { kTableFree = 0, kTableLive = 1, kTableDropping = 2 };
+
+// One catalog entry. Fixed layout (an API between processes).
+struct alignas(64) TableHeader {
+  std::atomic<uint32_t> name_seq;  // seqlock over name (rename)
+  std::atomic<uint32_t> state;     // TableState
+  std::atomic<uint32_t> gen;       // bumped at create and at drop
+  uint32_t flags;                  // kTableExpiredEvents ...
+  char name[64];                   // NUL-terminated
+  std::atomic<uint64_t> route;     // level << 32 | split (published whole)
+  Off dir;                         // Off -> Off[2 * kMaxSegs]: segment, hints
+  Off stats;                       // Off -> StatLine[max_procs]
+  uint32_t min_buckets;            // resize target (grow to / shrink no lower)
+  uint32_t load_x100;              // target entries per bucket x 100
+  uint8_t pad_read_mostly[24];     // lines 0-1: read by every operation
+  Overflow ovf;                    // line 2: written by overflow writers only
+  uint8_t pad_ovf[48];
+  mem::ShmLock admin;              // line 3+: split / merge / resize / drop
+  uint32_t nsegs;                  // segments allocated (admin lock)
+  std::atomic<int64_t> created_ms;
+  std::atomic<uint64_t> stat_base[16];  // reset baselines (perf_stats_reset)
+  uint8_t pad_admin[48];
+  // line 6: the version floor (record.h): >= every version a removed record
+  // of this table had; raised before the unlink, read by every create.
+  std::atomic<uint64_t> ver_floor;
+  uint8_t pad_floor[56];
+};
+static_assert(std::is_standard_layout_v<TableHeader>);
+static_assert(std::is_trivially_destructible_v<TableHeader>);
+static_assert(offsetof(TableHeader, name_seq) == 0);
+static_assert(offsetof(TableHeader, state) == 4);
+static_assert(offsetof(TableHeader, gen) == 8);
+static_assert(offsetof(TableHeader, name) == 16);
+static_assert(offsetof(TableHeader, route) == 80);
+static_assert(offsetof(TableHeader, dir) == 88);
+static_assert(offsetof(TableHeader, ovf) == 128);   // own cache line: no false sharing
+static_assert(offsetof(TableHeader, admin) == 192);  // with route / dir / gen
+static_assert(offsetof(TableHeader, ver_floor) == 384);
+static_assert(sizeof(TableHeader) == 448);
+
+inline constexpr uint32_t kTableExpiredEvents = 1;
+
+// The catalog: the arena's user root points at it. A rename writes the new
+// name into `pending_name` first, then copies it into the entry inside the
+// entry's name seqlock; a process that takes the catalog lock over from a
+// dead holder finishes that copy (roll forward), so a killed rename never
+// leaves a half-written name or an odd name seqlock behind.
+struct Catalog {
+  uint32_t magic;                  // kCatalogMagic
+  uint32_t count;
+  uint64_t seed;                   // hash seed (random per arena)
+  mem::ShmLock lock;               // create / drop / rename
+  uint32_t pad;
+  Off free_segs;                   // freed segment pairs, linked (admin reuse)
+  uint32_t pending_index;          // rename in flight: entry + 1 (0 = none)
+  char pending_name[64];           // rename in flight: the new name
+  // Encoding thresholds of aggregates (cache/dict.h DictLimits, in its
+  // field order; 0 = the default). Written by CONFIG SET, read by writes.
+  std::atomic<uint32_t> dict_limits[8];
+  TableHeader tables[kMaxCollections];
+};
+static_assert(std::is_standard_layout_v<Catalog>);
+static_assert(offsetof(Catalog, lock) == 16);
+static_assert(offsetof(Catalog, free_segs) == 24);
+static_assert(offsetof(Catalog, pending_index) == 28);
+static_assert(offsetof(Catalog, pending_name) == 32);
+static_assert(offsetof(Catalog, dict_limits) == 96);
+static_assert(offsetof(Catalog, tables) == 128);
+static_assert(sizeof(Catalog) == 128 + kMaxCollections * sizeof(TableHeader));
+
+// A process's handle on the engine: its arena, allocator slot and scratch.
+struct Ctx {
+  Ctx(mem::Arena& a, uint32_t slot);
+  mem::Arena& arena;
+  mem::Allocator alloc;
+  Catalog* catalog;
+  uint32_t tid;
+  uint32_t slot;
+  int64_t clock_skew_ms = 0;       // tests: pretend time moved
+  std::string scratch;             // reused buffers (no malloc per op)
+  std::vector<Off> dead;           // cells to free after unlock
+};
+
+struct TableRef {
+  TableHeader* h = nullptr;
+  uint32_t gen = 0;
+  uint32_t index = 0;
+  explicit operator bool() const { return h != nullptr; }
+};
+
+int64_t NowMs(const Ctx& c);
+
+// ---- catalog (cache/table.cc) ----------------------------------------------
+struct CollectionOptions {
+  uint32_t buckets = 1024;          // initial / minimum size (rounded to 2^n)
+  uint32_t load_x100 = 400;         // grow above 4 entries per bucket
+  bool expired_events = false;
+};
+
+// Pre-fork, once: lay out the catalog in the arena's user root.
+Status InitCatalog(mem::Arena& a, uint64_t seed);
+Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& o, TableRef* out);
+Status OpenCollection(Ctx& c, std::string_view name, TableRef* out);
+Status DropCollection(Ctx& c, std::string_view name);
+Status RenameCollection(Ctx& c, std::string_view from, std::string_view to);
+Status ResizeCollection(Ctx& c, std::string_view name, uint32_t buckets);
+// Clear every key (FLUSHDB); the table keeps its size.
+Status ClearCollection(Ctx& c, const TableRef& t, uint64_t* removed);
+
+struct CollectionInfo {
+  std::string name;
+  uint32_t index;
+  uint64_t buckets;
+  uint64_t entries;
+  uint64_t overflow;
+  uint32_t level;
+  uint32_t split;
+  double load_factor;
+  uint64_t stats[kStatCount];       // summed, minus the reset baseline
+};
+std::vector<CollectionInfo> ListCollections(Ctx& c);
+bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out);
+void ResetCollectionStats(Ctx& c, const TableRef& t);
+void ResetCollectionStat(Ctx& c, const TableRef& t, Stat s);
+uint64_t CollectionEntries(const Ctx& c, const TableRef& t);
+uint64_t SumStat(const Ctx& c, const TableRef& t, Stat s);
+
+}  // namespace cache

@@ -1,0 +1,169 @@
+// perfcached — the generic key commands as Ops.
+// Copyright (c) 2026 the perfcached authors.
+#include "cache/key_ops.h"
+
+#include <random>
+
+#include "cache/internal.h"
+#include "cache/scan.h"
+
+namespace cache {
+
+const char* TypeName(uint8_t type) {
+  switch (type) {
+    case kTypeString:
+    case kTypeInt: return "string";
+    case kTypeHash: return "hash";
+    case kTypeList: return "list";
+    case kTypeSet: return "set";
+    case kTypeZset: return "zset";
+    case kTypeJson: return "ReJSON-RL";
+  }
+  return "none";
+}
+
+namespace {
+bool EqLower(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char ch = a[i];
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch | 0x20);
+    if (ch != lower[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
+int TypeFromName(std::string_view n) {
+  if (EqLower(n, "string")) return kTypeString;
+  if (EqLower(n, "hash")) return kTypeHash;
+  if (EqLower(n, "list")) return kTypeList;
+  if (EqLower(n, "set")) return kTypeSet;
+  if (EqLower(n, "zset")) return kTypeZset;
+  return 99;  // Redis: an unknown TYPE simply matches nothing
+}
+
+Status AbsoluteExpire(int64_t now_ms, int64_t when, int64_t unit_ms, bool relative, bool positive,
+                      int64_t* abs_ms) {
+  int64_t ms;
+  if ((positive && when <= 0) || __builtin_mul_overflow(when, unit_ms, &ms) ||
+      __builtin_add_overflow(ms, relative ? now_ms : 0, &ms)) {
+    return Status::kInvalidExpire;
+  }
+  *abs_ms = ms;
+  return Status::kOk;
+}
+
+Status DelKeys(Ctx& c, const TableRef& t, std::span<const std::string_view> keys, int64_t* n) {
+  *n = 0;
+  for (std::string_view k : keys) *n += Del(c, t, k) == Status::kOk;
+  return Status::kOk;
+}
+
+Status CountExisting(Ctx& c, const TableRef& t, std::span<const std::string_view> keys,
+                     int64_t* n) {
+  *n = 0;
+  ReadInfo ri;
+  for (std::string_view k : keys) *n += Probe(c, t, k, &ri) == Status::kOk;
+  return Status::kOk;
+}
+
+const char* KeyType(Ctx& c, const TableRef& t, std::string_view key) {
+  ReadInfo ri;
+  return Probe(c, t, key, &ri) == Status::kOk ? TypeName(ri.type) : "none";
+}
+
+Status Expire(Ctx& c, const TableRef& t, std::string_view key, int64_t abs_ms, ExpireCond cond,
+              bool* changed) {
+  if (abs_ms <= 0) abs_ms = 1;  // at or before the epoch: already expired (0 means "never")
+  *changed = false;
+  Status s = SetExpire(c, t, key, abs_ms, cond, changed);
+  return s == Status::kNotFound ? Status::kOk : s;
+}
+
+Status Persist(Ctx& c, const TableRef& t, std::string_view key, bool* changed) {
+  *changed = false;
+  Status s = SetExpire(c, t, key, 0, ExpireCond::kAlways, changed);
+  return s == Status::kNotFound ? Status::kOk : s;
+}
+
+int64_t Ttl(Ctx& c, const TableRef& t, std::string_view key, TtlUnit unit) {
+  ReadInfo ri;
+  if (Probe(c, t, key, &ri) != Status::kOk) return -2;
+  if (ri.expire_ms == 0) return -1;
+  int64_t left = ri.expire_ms - NowMs(c);
+  if (left < 0) left = 0;
+  switch (unit) {
+    case TtlUnit::kTtl: return (left + 500) / 1000;
+    case TtlUnit::kPTtl: return left;
+    case TtlUnit::kExpireTime: return ri.expire_ms / 1000;
+    case TtlUnit::kPExpireTime: return ri.expire_ms;
+  }
+  return -2;
+}
+
+Status MoveKey(Ctx& c, const TableRef& st, const TableRef& dt, std::string_view src,
+               std::string_view dst, MoveMode mode, bool replace, bool* done) {
+  *done = false;
+  std::string v;
+  for (int tries = 0; tries < 100; ++tries) {
+    ReadInfo ri;
+    Status s = GetString(c, st, src, &v, &ri);
+    if (s != Status::kOk) return s;  // kNotFound: no such key
+    if (st.h == dt.h && src == dst) {
+      *done = mode == MoveMode::kRename;  // RENAME k k: OK; RENAMENX / COPY: 0
+      return Status::kOk;
+    }
+    StoreOpts so;
+    so.expire_ms = ri.expire_ms;
+    so.type = ri.type == kTypeInt ? static_cast<uint8_t>(kTypeString) : ri.type;
+    if (mode == MoveMode::kRenameNx || (mode == MoveMode::kCopy && !replace)) so.cond = Cond::kNx;
+    s = Set(c, dt, dst, v, so);
+    if (s == Status::kExists) return Status::kOk;  // *done false
+    if (s != Status::kOk) return s;
+    if (mode == MoveMode::kCopy) {
+      *done = true;
+      return Status::kOk;
+    }
+    detail::BetweenReadAndWrite();
+    s = DelIfVersion(c, st, src, ri.version);
+    if (s == Status::kVersion) continue;  // src was written meanwhile: move the newer value
+    *done = true;
+    return Status::kOk;
+  }
+  return Status::kBusy;
+}
+
+Status RandomKey(Ctx& c, const TableRef& t, std::string* key) {
+  key->clear();
+  if (CollectionEntries(c, t) == 0) return Status::kNotFound;
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint32_t level = static_cast<uint32_t>(t.h->route.load() >> 32);
+  uint64_t nres = uint64_t{1} << level;
+  uint64_t r = rng() % nres;
+  uint64_t cursor = r == 0 ? 0 : (r << 6) | level;
+  bool found = false;
+  for (uint64_t step = 0; step <= nres && !found; ++step) {
+    uint64_t next = 0;
+    if (ScanStep(c, t, cursor, 1, {},
+                 [&](const ScanItem& it) {
+                   if (!found) {
+                     key->assign(it.key);
+                     found = true;
+                   }
+                 },
+                 &next) != Status::kOk) {
+      break;
+    }
+    cursor = next;
+  }
+  return found ? Status::kOk : Status::kNotFound;
+}
+
+uint64_t DbSize(Ctx& c, const TableRef& t) { return CollectionEntries(c, t); }
+
+Status FlushDb(Ctx& c, const TableRef& t, uint64_t* removed) {
+  return ClearCollection(c, t, removed);
+}
+
+}  // namespace cache

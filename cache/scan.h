@@ -1,0 +1,31 @@
+// perfcached — iteration over a collection (cache/scan.cc): SCAN steps.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "cache/ops.h"
+
+namespace cache {
+
+// ---- iteration (cache/scan.cc) ----------------------------------------------
+struct ScanItem {
+  std::string_view key;
+  std::string_view value;   // only with ScanFilter::values
+  ReadInfo info;
+};
+struct ScanFilter {
+  std::string_view glob;    // empty = all
+  bool nocase = false;
+  int type = -1;            // RecordType or -1
+  bool values = false;      // copy values too
+};
+// One SCAN step. cursor 0 starts; *next == 0 when done. `count` residues
+// (about `count` buckets) per call. Guarantee (Redis SCAN): a key present
+// for the whole scan is returned at least once, across splits and merges.
+[[nodiscard]] Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
+                              const ScanFilter& f, const std::function<void(const ScanItem&)>& emit,
+                              uint64_t* next);
+
+}  // namespace cache

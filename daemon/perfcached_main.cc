@@ -1,0 +1,124 @@
+// perfcached — the daemon binary: command line and config; the modules' tables do the rest.
+// Copyright (c) 2026 the perfcached authors.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "modules/exports.h"
+#include "proc/config.h"
+#include "proc/daemon.h"
+#include "proc/log.h"
+#include "proc/secret.h"
+
+namespace {
+
+constexpr char kVersion[] = "perfcached 0.1.0";
+
+void Usage(FILE* f) {
+  std::fprintf(f,
+               "usage: perfcached [-f FILE] [-o section.key=value ...] [-C] [-E] [-D] [-V]\n"
+               "  -f FILE   config file (INI); without it the embedded default serves\n"
+               "  -o K=V    override a setting, e.g. -o listen.resp=127.0.0.1:7000\n"
+               "            (collections: -o collection.NAME.buckets=4096)\n"
+               "  -C        validate the configuration, print what would run, exit 0/1\n"
+               "  -E        print the effective configuration (secrets masked) and exit\n"
+               "  -D        stay in the foreground, log to stderr (default: daemonize, syslog)\n"
+               "  -V        version and build\n"
+               "  -h        this help, with every setting\n\n"
+               "settings (section, key = default):\n%s",
+               proc::ConfigHelp().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  std::vector<std::string> overrides;
+  bool check = false, dump = false, foreground = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0) {
+      Usage(stdout);
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+      return 0;
+    }
+  }
+  int opt;
+  while ((opt = getopt(argc, argv, "f:o:CEDVh")) != -1) {
+    switch (opt) {
+      case 'f': file = optarg; break;
+      case 'o': overrides.emplace_back(optarg); break;
+      case 'C': check = true; break;
+      case 'E': dump = true; break;
+      case 'D': foreground = true; break;
+      case 'V':
+        std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+        return 0;
+      case 'h': Usage(stdout); return 0;
+      default: Usage(stderr); return 1;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "perfcached: unexpected argument '%s'\n", argv[optind]);
+    return 1;
+  }
+  proc::Config cfg;
+  // MI `arg` shows the command line with secret values masked; then the
+  // values are overwritten in our own argv, so ps and /proc/PID/cmdline
+  // never show them (better: keep [secrets] in a 0600 file given with -f).
+  for (int i = 0; i < argc; ++i) cfg.argv.push_back(proc::MaskSecretArg(argv[i]));
+  if (!proc::SecretsInit()) {
+    std::fprintf(stderr, "perfcached: libsodium cannot start\n");
+    return 1;
+  }
+  std::string err;
+  if (!file.empty() && !proc::LoadConfigFile(file, &cfg, &err)) {
+    std::fprintf(stderr, "perfcached: %s\n", err.c_str());
+    return 1;
+  }
+  for (auto& o : overrides) {
+    bool ok = proc::ApplyOverride(o, &cfg, &err);
+    proc::Wipe(o.data(), o.size());  // our copy of a secret override
+    if (!ok) {
+      std::fprintf(stderr, "perfcached: %s\n", err.c_str());
+      return 1;
+    }
+  }
+  proc::ScrubArgv(argc, argv);
+  if (!proc::FinishConfig(&cfg, &err)) {
+    std::fprintf(stderr, "perfcached: %s\n", err.c_str());  // err names FILE:LINE
+    return 1;
+  }
+  if (dump) {
+    std::fputs(proc::DumpConfig(cfg).c_str(), stdout);
+    return 0;
+  }
+  if (check) {
+    int nw = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf("configuration OK (%s)\n", cfg.source.c_str());
+    std::printf("  %d worker(s) + timer, arena %d MiB (cap %d MiB, hugepages %s)\n", nw,
+                cfg.arena_mb, cfg.arena_cap_mb ? cfg.arena_cap_mb : cfg.arena_mb,
+                cfg.hugepages.c_str());
+    std::printf("  RESP door: %s%s\n", cfg.resp.empty() ? "(off)" : cfg.resp.c_str(),
+                cfg.resp_secrets.empty() ? " (no AUTH)" : " (AUTH required)");
+    std::printf("  %zu collection(s):", cfg.collections.size());
+    for (const auto& c : cfg.collections) std::printf(" %s", c.name.c_str());
+    std::printf("\n");
+    return 0;
+  }
+  // Every module's table (modules/exports.h): hooks, processes, commands.
+  if (!modules::InitModules(cfg, &err)) {
+    std::fprintf(stderr, "perfcached: %s\n", err.c_str());
+    return 1;
+  }
+  proc::DaemonHooks hooks = modules::HooksFromModules(cfg);
+  proc::DaemonOptions o;
+  o.foreground = foreground;
+  return proc::RunDaemon(cfg, o, hooks);
+}

@@ -1,0 +1,110 @@
+// perfcached — the modules of this build and the daemon hooks built from their tables.
+// Copyright (c) 2026 the perfcached authors.
+#include "modules/exports.h"
+
+#include <algorithm>
+
+namespace modules {
+
+namespace resp {
+extern const ModuleExports kExports;
+}
+namespace mi_door {
+extern const ModuleExports kExports;
+}
+
+std::span<const ModuleExports* const> AllModules() {
+  static const ModuleExports* const kAll[] = {&resp::kExports, &mi_door::kExports};
+  return kAll;
+}
+
+bool InitModules(const proc::Config& cfg, std::string* err) {
+  for (const ModuleExports* m : AllModules()) {
+    if (m->init && !m->init(cfg, err)) {
+      *err = std::string(m->name) + ": " + *err;
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+// One worker's state: a pointer per module (nullptr: no per-worker state).
+struct WorkerStates {
+  std::vector<void*> state;
+};
+}  // namespace
+
+proc::DaemonHooks HooksFromModules(const proc::Config& cfg) {
+  proc::DaemonHooks h;
+  auto mods = AllModules();
+  h.worker_init = [mods](proc::WorkerContext& wc) -> void* {
+    auto* w = new WorkerStates;
+    for (const ModuleExports* m : mods) w->state.push_back(m->child_init ? m->child_init(wc) : nullptr);
+    return w;
+  };
+  h.stop_accepting = [mods](void* p) {
+    auto* w = static_cast<WorkerStates*>(p);
+    for (size_t i = 0; i < mods.size(); ++i) {
+      if (mods[i]->stop_accepting) mods[i]->stop_accepting(w->state[i]);
+    }
+  };
+  h.drain = [mods](void* p) {
+    auto* w = static_cast<WorkerStates*>(p);
+    bool idle = true;
+    for (size_t i = 0; i < mods.size(); ++i) {
+      if (mods[i]->drain && !mods[i]->drain(w->state[i])) idle = false;
+    }
+    return idle;
+  };
+  h.tick = [mods](void* p, int64_t now) {
+    auto* w = static_cast<WorkerStates*>(p);
+    for (size_t i = 0; i < mods.size(); ++i) {
+      if (mods[i]->tick) mods[i]->tick(w->state[i], now);
+    }
+  };
+  h.destroy = [mods](void* p) {
+    auto* w = static_cast<WorkerStates*>(p);
+    for (size_t i = mods.size(); i-- > 0;) {
+      if (mods[i]->destroy) mods[i]->destroy(w->state[i]);
+    }
+    delete w;
+  };
+  for (const ModuleExports* m : mods) {
+    for (const ProcExport& pe : m->procs) {
+      int n = pe.count(cfg);
+      for (int i = 0; i < n; ++i) h.procs.push_back(proc::ModuleProc{pe.name, pe.run});
+    }
+  }
+  return h;
+}
+
+namespace {
+std::vector<const StatExport*> StatExports() {
+  std::vector<const StatExport*> v;
+  for (const ModuleExports* m : AllModules()) {
+    for (const StatExport& s : m->stats) v.push_back(&s);
+  }
+  std::stable_sort(v.begin(), v.end(),
+                   [](const StatExport* a, const StatExport* b) { return a->order < b->order; });
+  return v;
+}
+}  // namespace
+
+std::vector<StatValue> CollectAllStats(proc::ModuleProcContext& pc) {
+  std::vector<StatValue> v;
+  for (const StatExport* s : StatExports()) s->collect(pc, &v);
+  return v;
+}
+
+bool ResetStatByName(proc::ModuleProcContext& pc, const std::string& name) {
+  bool found = false;
+  for (const StatExport* s : StatExports()) found |= s->reset(pc, name);
+  return found;
+}
+
+void ResetAllModuleStats(proc::ModuleProcContext& pc) {
+  for (const StatExport* s : StatExports()) s->reset_all(pc);
+}
+
+}  // namespace modules

@@ -1,0 +1,190 @@
+// perfcached — the RESP module's exports: its per-worker door, statistics and command families.
+// Copyright (c) 2026 the perfcached authors.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <exception>
+#include <string>
+
+#include "modules/exports.h"
+#include "modules/resp/command.h"
+#include "net/server.h"
+#include "proc/log.h"
+#include "proc/proctable.h"
+
+namespace modules::resp {
+namespace {
+
+struct Door {
+  Env env;
+  net::Server* server = nullptr;
+  int event_fd = -1;
+  event* event_ev = nullptr;
+};
+
+// Events for this worker's pub/sub subscribers arrive on the read end of
+// the socketpair the supervisor made for this rank before forking (see
+// proc/events.h): only the daemon's processes can write to it. The bytes
+// are still parsed as untrusted input, and nothing thrown leaves the
+// callback.
+void OnEventDatagram(evutil_socket_t fd, short, void* arg) {
+  auto* d = static_cast<Door*>(arg);
+  static char buf[65536];
+  for (int i = 0; i < 64; ++i) {
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) return;
+    try {
+      PubSubDeliver(d->env, std::string_view(buf, static_cast<size_t>(n)));
+    } catch (const std::exception& e) {
+      LOG_WARN("event datagram dropped: %s", e.what());
+    }
+  }
+}
+
+void OpenEventChannel(Door* d, event_base* base, int fd, int rank) {
+  if (fd < 0) return;
+  d->event_fd = fd;
+  d->env.event_rank = rank;
+  d->event_ev = event_new(base, fd, EV_READ | EV_PERSIST, &OnEventDatagram, d);
+  event_add(d->event_ev, nullptr);
+}
+
+// CONFIG SET proto-max-bulk-len / client-query-buffer-limit /
+// client-output-buffer-limit: stored in the process table by any worker,
+// applied by each on its tick.
+void ApplyLiveLimits(const proc::ProcTable& pt, size_t* max_bulk, size_t* query_buf,
+                     net::OutputLimit* output) {
+  *max_bulk = static_cast<size_t>(pt.live_proto_max_bulk.load());
+  *query_buf = static_cast<size_t>(pt.live_query_buf.load());
+  for (int k = 0; k < net::kOutputClasses; ++k) {
+    output[k].hard = static_cast<size_t>(pt.live_output[k][0].load());
+    output[k].soft = static_cast<size_t>(pt.live_output[k][1].load());
+    output[k].soft_s = static_cast<int>(pt.live_output[k][2].load());
+  }
+}
+
+void* WorkerInit(proc::WorkerContext& wc) {
+  auto* d = new Door();
+  d->env.ctx = wc.ctx;
+  d->env.cfg = wc.cfg;
+  d->env.procs = wc.procs;
+  d->env.self = wc.self;
+  InitEnv(d->env);
+  if (wc.listen_fd >= 0) {
+    net::ServerOptions so;
+    // maxclients is for the whole daemon: a counter in the process table,
+    // shared by every worker (never a per-worker split).
+    so.maxclients = wc.cfg->maxclients;
+    so.clients = &wc.procs->clients;
+    so.timeout_s = wc.cfg->timeout;
+    ApplyLiveLimits(*wc.procs, &so.limits.max_bulk, &so.query_buf_max, so.output);
+    for (const auto& c : wc.cfg->resp_allow) {
+      net::Cidr cidr;
+      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);  // FinishConfig refused bad ones
+    }
+    so.require_allow = true;
+    so.auth_required = !wc.cfg->resp_secrets.empty();
+    so.id_base = static_cast<uint64_t>(wc.rank) << 40;
+    Door* dp = d;
+    so.on_close = [dp](net::Conn& c) {
+      if (c.subscribed()) PubSubLeave(dp->env, c);
+    };
+    d->server = new net::Server(wc.base, wc.listen_fd, so,
+                                [dp](net::Conn& c) { Dispatch(dp->env, c); },
+                                wc.self->door);
+    d->env.server = d->server;
+    OpenEventChannel(d, wc.base, wc.event_fd, wc.rank);
+  }
+  return d;
+}
+
+
+void StopAccepting(void* p) {
+  auto* d = static_cast<Door*>(p);
+  if (d->server) d->server->StopAccepting();
+}
+
+bool Drain(void* p) {
+  auto* d = static_cast<Door*>(p);
+  return !d->server || d->server->DrainIdle();
+}
+
+void Tick(void* p, int64_t now) {
+  auto* d = static_cast<Door*>(p);
+  if (!d->server) return;
+  d->server->set_timeout(d->env.procs->live_timeout.load());
+  size_t max_bulk, query_buf;
+  net::OutputLimit output[net::kOutputClasses];
+  ApplyLiveLimits(*d->env.procs, &max_bulk, &query_buf, output);
+  d->server->set_limits(max_bulk, query_buf, output);
+  d->server->CloseIdle(now);
+  d->server->CheckOutputLimits(now);
+}
+
+void Destroy(void* p) {
+  auto* d = static_cast<Door*>(p);
+  delete d->server;  // closes every connection (on_close unsubscribes the worker)
+  if (d->event_ev) event_free(d->event_ev);
+  if (d->event_fd >= 0) close(d->event_fd);
+  delete d;
+}
+
+// ---- statistics: the "resp" group --------------------------------------------
+struct DoorStatName {
+  const char* name;
+  proc::DoorStat stat;
+};
+constexpr DoorStatName kDoorStats[] = {
+    {"accepted", proc::kDoorAccepted}, {"rejected", proc::kDoorRejected},
+    {"commands", proc::kDoorCommands}, {"errors", proc::kDoorErrors},
+    {"bytes_in", proc::kDoorBytesIn},  {"bytes_out", proc::kDoorBytesOut},
+    {"output_limit_disconnections", proc::kDoorOutputLimit},
+    {"query_limit_disconnections", proc::kDoorQueryLimit},
+};
+
+void CollectDoorStats(proc::ModuleProcContext& pc, std::vector<StatValue>* v) {
+  const proc::ProcTable& pt = *pc.procs;
+  v->push_back({"resp", "open_connections", static_cast<double>(proc::DoorSum(pt, proc::kDoorOpen)), false});
+  for (const auto& d : kDoorStats) {
+    v->push_back({"resp", d.name, static_cast<double>(proc::DoorSum(pt, d.stat)), true});
+  }
+}
+
+bool ResetDoorStat(proc::ModuleProcContext& pc, const std::string& name) {
+  bool found = false;
+  for (const auto& d : kDoorStats) {
+    if (name != d.name) continue;
+    found = true;
+    pc.procs->door_base[d.stat] = proc::DoorSum(*pc.procs, d.stat, true);
+  }
+  return found;
+}
+
+void ResetDoorStats(proc::ModuleProcContext& pc) {
+  for (const auto& d : kDoorStats) ResetDoorStat(pc, d.name);
+}
+
+constexpr StatExport kStats[] = {{20, &CollectDoorStats, &ResetDoorStat, &ResetDoorStats}};
+
+// The command families, in registration order (COMMAND lists them so).
+constexpr RespFamily kFamilies[] = {&RegisterStringFamily, &RegisterKeysFamily,
+                                    &RegisterServerFamily, &RegisterPubSubFamily};
+
+}  // namespace
+
+extern const ModuleExports kExports;
+const ModuleExports kExports = {
+    .name = "resp",
+    .init = nullptr,
+    .child_init = &WorkerInit,
+    .stop_accepting = &StopAccepting,
+    .drain = &Drain,
+    .tick = &Tick,
+    .destroy = &Destroy,
+    .procs = {},
+    .stats = kStats,
+    .mi_commands = nullptr,
+    .resp_families = kFamilies,
+};
+
+}  // namespace modules::resp

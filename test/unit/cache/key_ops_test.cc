@@ -1,0 +1,238 @@
+// perfcached — unit tests for cache/key_ops (the generic key commands as Ops).
+// Copyright (c) 2026 the perfcached authors.
+#include <limits>
+#include <set>
+
+#include "cache/internal.h"
+#include "test/unit/cache/fixture.h"
+// CppUTest last: its operator-new macros must not meet the standard headers.
+#include "CppUTest/TestHarness.h"
+
+using mem::Status;
+
+TEST_GROUP(KeyOps) {
+  testing::EngineFixture* f;
+  cache::TableRef t, u;
+  void setup() override {
+    f = new testing::EngineFixture();
+    t = f->Table("t");
+    u = f->Table("u");
+  }
+  void teardown() override {
+    cache::detail::rmw_test_hook = nullptr;
+    delete f;
+  }
+  cache::Ctx& c() { return *f->ctx; }
+  std::string Get(const cache::TableRef& tb, std::string_view k) {
+    std::string v;
+    Status s = cache::GetString(c(), tb, k, &v);
+    return s == Status::kOk ? v : "<" + std::string(mem::StatusName(s)) + ">";
+  }
+  int64_t ExpireOf(const cache::TableRef& tb, std::string_view k) {
+    cache::ReadInfo ri;
+    return cache::Probe(c(), tb, k, &ri) == Status::kOk ? ri.expire_ms : -2;
+  }
+  void SetTtl(const cache::TableRef& tb, std::string_view k, int64_t at) {
+    bool changed;
+    CHECK(cache::SetExpire(c(), tb, k, at, cache::ExpireCond::kAlways, &changed) == Status::kOk);
+  }
+};
+
+TEST(KeyOps, AbsoluteExpire) {
+  int64_t ms;
+  CHECK(cache::AbsoluteExpire(1000, 5, 1000, true, true, &ms) == Status::kOk);
+  CHECK_EQUAL(6000, ms);
+  CHECK(cache::AbsoluteExpire(1000, 5, 1, false, true, &ms) == Status::kOk);
+  CHECK_EQUAL(5, ms);
+  CHECK(cache::AbsoluteExpire(1000, 0, 1000, true, true, &ms) == Status::kInvalidExpire);
+  CHECK(cache::AbsoluteExpire(1000, -5, 1000, true, false, &ms) == Status::kOk);
+  CHECK_EQUAL(-4000, ms);
+  int64_t big = std::numeric_limits<int64_t>::max() / 1000 + 1;
+  CHECK(cache::AbsoluteExpire(1000, big, 1000, false, false, &ms) == Status::kInvalidExpire);
+  CHECK(cache::AbsoluteExpire(1000, std::numeric_limits<int64_t>::max(), 1, true, false, &ms) ==
+        Status::kInvalidExpire);
+}
+
+TEST(KeyOps, DelExistsTypeDbSize) {
+  CHECK(cache::Set(c(), t, "a", "1") == Status::kOk);
+  CHECK(cache::Set(c(), t, "b", "2") == Status::kOk);
+  int64_t r;
+  CHECK(cache::IncrBy(c(), t, "n", 1, &r) == Status::kOk);
+  cache::StoreOpts so;
+  so.type = cache::kTypeHash;
+  CHECK(cache::Set(c(), t, "h", "x", so) == Status::kOk);
+  STRCMP_EQUAL("string", cache::KeyType(c(), t, "a"));
+  STRCMP_EQUAL("string", cache::KeyType(c(), t, "n"));
+  STRCMP_EQUAL("hash", cache::KeyType(c(), t, "h"));
+  STRCMP_EQUAL("none", cache::KeyType(c(), t, "zz"));
+  CHECK_EQUAL(cache::kTypeSet, cache::TypeFromName("SeT"));
+  CHECK_EQUAL(99, cache::TypeFromName("stream"));
+  CHECK_EQUAL(4u, cache::DbSize(c(), t));
+  std::string_view ex[] = {"a", "a", "zz", "h"};
+  int64_t n;
+  CHECK(cache::CountExisting(c(), t, ex, &n) == Status::kOk);
+  CHECK_EQUAL(3, n);
+  std::string_view del[] = {"a", "a", "zz", "b"};
+  CHECK(cache::DelKeys(c(), t, del, &n) == Status::kOk);
+  CHECK_EQUAL(2, n);
+  CHECK_EQUAL(2u, cache::DbSize(c(), t));
+  uint64_t removed = 0;
+  CHECK(cache::FlushDb(c(), t, &removed) == Status::kOk);
+  CHECK_EQUAL(2u, removed);
+  CHECK_EQUAL(0u, cache::DbSize(c(), t));
+}
+
+TEST(KeyOps, ExpirePersistTtl) {
+  bool changed = true;
+  CHECK(cache::Expire(c(), t, "absent", cache::NowMs(c()) + 1000, cache::ExpireCond::kAlways,
+                      &changed) == Status::kOk);
+  CHECK_FALSE(changed);
+  CHECK_EQUAL(-2, cache::Ttl(c(), t, "absent", cache::TtlUnit::kTtl));
+  CHECK(cache::Set(c(), t, "k", "v") == Status::kOk);
+  CHECK_EQUAL(-1, cache::Ttl(c(), t, "k", cache::TtlUnit::kPTtl));
+  CHECK(cache::Persist(c(), t, "k", &changed) == Status::kOk);
+  CHECK_FALSE(changed);
+  int64_t at = cache::NowMs(c()) + 10400;
+  CHECK(cache::Expire(c(), t, "k", at, cache::ExpireCond::kNx, &changed) == Status::kOk);
+  CHECK(changed);
+  CHECK(cache::Expire(c(), t, "k", at + 5000, cache::ExpireCond::kNx, &changed) == Status::kOk);
+  CHECK_FALSE(changed);
+  CHECK(cache::Expire(c(), t, "k", at - 5000, cache::ExpireCond::kGt, &changed) == Status::kOk);
+  CHECK_FALSE(changed);
+  CHECK_EQUAL(at, cache::Ttl(c(), t, "k", cache::TtlUnit::kPExpireTime));
+  CHECK_EQUAL(at / 1000, cache::Ttl(c(), t, "k", cache::TtlUnit::kExpireTime));
+  int64_t secs = cache::Ttl(c(), t, "k", cache::TtlUnit::kTtl);
+  CHECK(secs == 10 || secs == 11);  // rounded to the nearest second
+  int64_t ms = cache::Ttl(c(), t, "k", cache::TtlUnit::kPTtl);
+  CHECK(ms > 10000 && ms <= 10400);
+  CHECK(cache::Persist(c(), t, "k", &changed) == Status::kOk);
+  CHECK(changed);
+  CHECK_EQUAL(-1, cache::Ttl(c(), t, "k", cache::TtlUnit::kTtl));
+  // An absolute time at or before the epoch: deleted.
+  CHECK(cache::Expire(c(), t, "k", -5, cache::ExpireCond::kAlways, &changed) == Status::kOk);
+  CHECK(changed);
+  CHECK_EQUAL(-2, cache::Ttl(c(), t, "k", cache::TtlUnit::kTtl));
+}
+
+TEST(KeyOps, RenameKeepsValueTtlAndType) {
+  int64_t at = cache::NowMs(c()) + 60000;
+  CHECK(cache::Set(c(), t, "a", "va") == Status::kOk);
+  SetTtl(t, "a", at);
+  CHECK(cache::Set(c(), t, "b", "old-b") == Status::kOk);
+  bool done = false;
+  CHECK(cache::MoveKey(c(), t, t, "a", "b", cache::MoveMode::kRename, false, &done) == Status::kOk);
+  CHECK(done);
+  STRCMP_EQUAL("va", Get(t, "b").c_str());
+  CHECK_EQUAL(at, ExpireOf(t, "b"));
+  CHECK_EQUAL(-2, ExpireOf(t, "a"));
+  // A counter arrives as a string (and still counts).
+  int64_t r;
+  CHECK(cache::IncrBy(c(), t, "n", 7, &r) == Status::kOk);
+  CHECK(cache::MoveKey(c(), t, t, "n", "m", cache::MoveMode::kRename, false, &done) == Status::kOk);
+  STRCMP_EQUAL("7", Get(t, "m").c_str());
+  CHECK(cache::IncrBy(c(), t, "m", 1, &r) == Status::kOk);
+  CHECK_EQUAL(8, r);
+  // A hash keeps its type.
+  cache::StoreOpts so;
+  so.type = cache::kTypeHash;
+  CHECK(cache::Set(c(), t, "h", "blob", so) == Status::kOk);
+  CHECK(cache::MoveKey(c(), t, t, "h", "h2", cache::MoveMode::kRename, false, &done) == Status::kOk);
+  STRCMP_EQUAL("hash", cache::KeyType(c(), t, "h2"));
+  // No source.
+  CHECK(cache::MoveKey(c(), t, t, "zz", "y", cache::MoveMode::kRename, false, &done) ==
+        Status::kNotFound);
+}
+
+TEST(KeyOps, RenameOntoItself) {
+  int64_t at = cache::NowMs(c()) + 60000;
+  CHECK(cache::Set(c(), t, "a", "va") == Status::kOk);
+  SetTtl(t, "a", at);
+  bool done = false;
+  CHECK(cache::MoveKey(c(), t, t, "a", "a", cache::MoveMode::kRename, false, &done) == Status::kOk);
+  CHECK(done);
+  STRCMP_EQUAL("va", Get(t, "a").c_str());
+  CHECK_EQUAL(at, ExpireOf(t, "a"));
+  CHECK(cache::MoveKey(c(), t, t, "a", "a", cache::MoveMode::kRenameNx, false, &done) == Status::kOk);
+  CHECK_FALSE(done);
+  CHECK(cache::MoveKey(c(), t, t, "a", "a", cache::MoveMode::kCopy, true, &done) == Status::kOk);
+  CHECK_FALSE(done);
+  STRCMP_EQUAL("va", Get(t, "a").c_str());
+  CHECK(cache::MoveKey(c(), t, t, "zz", "zz", cache::MoveMode::kRename, false, &done) ==
+        Status::kNotFound);
+}
+
+TEST(KeyOps, RenameNx) {
+  CHECK(cache::Set(c(), t, "a", "va") == Status::kOk);
+  CHECK(cache::Set(c(), t, "b", "vb") == Status::kOk);
+  bool done = true;
+  CHECK(cache::MoveKey(c(), t, t, "a", "b", cache::MoveMode::kRenameNx, false, &done) == Status::kOk);
+  CHECK_FALSE(done);
+  STRCMP_EQUAL("va", Get(t, "a").c_str());
+  STRCMP_EQUAL("vb", Get(t, "b").c_str());
+  CHECK(cache::MoveKey(c(), t, t, "a", "c", cache::MoveMode::kRenameNx, false, &done) == Status::kOk);
+  CHECK(done);
+  STRCMP_EQUAL("va", Get(t, "c").c_str());
+  STRCMP_EQUAL("<not found>", Get(t, "a").c_str());
+}
+
+TEST(KeyOps, CopyReplaceAndOtherTable) {
+  int64_t at = cache::NowMs(c()) + 60000;
+  CHECK(cache::Set(c(), t, "a", "va") == Status::kOk);
+  SetTtl(t, "a", at);
+  CHECK(cache::Set(c(), t, "b", "vb") == Status::kOk);
+  bool done = true;
+  CHECK(cache::MoveKey(c(), t, t, "a", "b", cache::MoveMode::kCopy, false, &done) == Status::kOk);
+  CHECK_FALSE(done);
+  STRCMP_EQUAL("vb", Get(t, "b").c_str());
+  CHECK(cache::MoveKey(c(), t, t, "a", "b", cache::MoveMode::kCopy, true, &done) == Status::kOk);
+  CHECK(done);
+  STRCMP_EQUAL("va", Get(t, "b").c_str());
+  CHECK_EQUAL(at, ExpireOf(t, "b"));
+  STRCMP_EQUAL("va", Get(t, "a").c_str());  // the source stays
+  // Into another table (COPY .. DB n), same key name.
+  CHECK(cache::MoveKey(c(), t, u, "a", "a", cache::MoveMode::kCopy, false, &done) == Status::kOk);
+  CHECK(done);
+  STRCMP_EQUAL("va", Get(u, "a").c_str());
+  CHECK_EQUAL(at, ExpireOf(u, "a"));
+  CHECK(cache::MoveKey(c(), t, u, "zz", "a", cache::MoveMode::kCopy, true, &done) ==
+        Status::kNotFound);
+}
+
+TEST(KeyOps, RenameMovesTheNewerValueWhenSourceWrittenMeanwhile) {
+  CHECK(cache::Set(c(), t, "src", "v1") == Status::kOk);
+  int calls = 0;
+  cache::detail::rmw_test_hook = [&] {
+    if (calls++ == 0) CHECK(cache::Set(c(), t, "src", "v2") == Status::kOk);
+  };
+  bool done = false;
+  CHECK(cache::MoveKey(c(), t, t, "src", "dst", cache::MoveMode::kRename, false, &done) ==
+        Status::kOk);
+  cache::detail::rmw_test_hook = nullptr;
+  CHECK(done);
+  CHECK_EQUAL(2, calls);
+  // The first delete lost its version check (src changed): the retry moved v2.
+  STRCMP_EQUAL("v2", Get(t, "dst").c_str());
+  STRCMP_EQUAL("<not found>", Get(t, "src").c_str());
+}
+
+TEST(KeyOps, RandomKey) {
+  std::string k;
+  CHECK(cache::RandomKey(c(), t, &k) == Status::kNotFound);
+  std::set<std::string> all;
+  for (int i = 0; i < 50; ++i) {
+    all.insert(testing::Key(i));
+    CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < 200; ++i) {
+    CHECK(cache::RandomKey(c(), t, &k) == Status::kOk);
+    CHECK(all.count(k) == 1);
+    seen.insert(k);
+  }
+  CHECK(seen.size() > 5);  // not always the same key
+  // The empty key is a key too.
+  CHECK(cache::FlushDb(c(), t) == Status::kOk);
+  CHECK(cache::Set(c(), t, "", "v") == Status::kOk);
+  CHECK(cache::RandomKey(c(), t, &k) == Status::kOk);
+  STRCMP_EQUAL("", k.c_str());
+}

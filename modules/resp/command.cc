@@ -123,11 +123,46 @@ void Register(Env& e, std::span<const CommandSpec> rows) {
   }
 }
 
+// A new family (hash, set, ...) is one row here and its Register function.
+void RegisterAll(Env& e) {
+  struct Family {
+    void (*reg)(Env&);
+    const char* group;  // COMMAND DOCS group of rows that name none
+  };
+  constexpr Family kFamilies[] = {
+      {RegisterStringFamily, "string"},
+      {RegisterKeysFamily, "generic"},
+      {RegisterServerFamily, "server"},
+      {RegisterPubSubFamily, "pubsub"},
+  };
+  for (const Family& f : kFamilies) {
+    size_t before = e.ordered.size();
+    f.reg(e);
+    for (size_t i = before; i < e.ordered.size(); ++i) {
+      e.groups.push_back(e.ordered[i]->group ? e.ordered[i]->group : f.group);
+    }
+  }
+}
+
+std::string ListCommands() {
+  Env e;
+  RegisterAll(e);
+  std::string o;
+  for (size_t i = 0; i < e.ordered.size(); ++i) {
+    const CommandSpec& s = *e.ordered[i];
+    std::string flags;
+    for (const FlagName& f : kFlagNames) {
+      if (s.flags & f.bit) flags += (flags.empty() ? "" : ",") + std::string(f.name);
+    }
+    o += std::string(s.name) + " " + std::to_string(s.arity) + " " + (flags.empty() ? "-" : flags) +
+         " " + std::to_string(s.first_key) + " " + std::to_string(s.last_key) + " " +
+         std::to_string(s.key_step) + " " + e.groups[i] + "\n";
+  }
+  return o;
+}
+
 void InitEnv(Env& e) {
-  RegisterStringFamily(e);
-  RegisterKeysFamily(e);
-  RegisterServerFamily(e);
-  RegisterPubSubFamily(e);
+  RegisterAll(e);
   // SELECT n: the collection named by resp_collections, else the one named n.
   const proc::Config& cfg = *e.cfg;
   int ndb = cfg.databases;

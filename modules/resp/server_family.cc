@@ -170,55 +170,121 @@ void CmdHello(CmdCtx& c) {
   c.r.Array(0);
 }
 
+// COMMAND and its subcommands are computed from the dispatch table (the
+// CommandSpec rows): what COMMAND lists is exactly what Dispatch runs, with
+// the arity Dispatch enforces and the key positions GETKEYS uses.
+const CommandSpec* FindSpec(const Env& e, std::string_view name, const char** group = nullptr) {
+  for (size_t i = 0; i < e.ordered.size(); ++i) {
+    if (EqNoCase(name, e.ordered[i]->name)) {
+      if (group) *group = e.groups[i];
+      return e.ordered[i];
+    }
+  }
+  return nullptr;
+}
+
 void CommandInfo(CmdCtx& c, const CommandSpec& s) {
   c.r.Array(10);
   c.r.Bulk(s.name);
   c.r.Int(s.arity);
-  int nflags = ((s.flags & kWrite) != 0) + ((s.flags & kRead) != 0) + ((s.flags & kFast) != 0) +
-               ((s.flags & kAdmin) != 0) + ((s.flags & kNoAuth) != 0);
-  c.r.Array(static_cast<size_t>(nflags));
-  if (s.flags & kWrite) c.r.Simple("write");
-  if (s.flags & kRead) c.r.Simple("readonly");
-  if (s.flags & kFast) c.r.Simple("fast");
-  if (s.flags & kAdmin) c.r.Simple("admin");
-  if (s.flags & kNoAuth) c.r.Simple("no_auth");
+  size_t nflags = 0;
+  for (const FlagName& f : kFlagNames) nflags += (s.flags & f.bit) != 0;
+  c.r.Array(nflags);
+  for (const FlagName& f : kFlagNames) {
+    if (s.flags & f.bit) c.r.Simple(f.name);
+  }
   c.r.Int(s.first_key);
   c.r.Int(s.last_key);
   c.r.Int(s.key_step);
-  c.r.Array(0);  // ACL categories
+  c.r.Array(0);  // ACL categories (no ACLs)
   c.r.Array(0);  // tips
   c.r.Array(0);  // key specs
   c.r.Array(0);  // subcommands
 }
 
+// COMMAND GETKEYS cmd args...: the key arguments by first/last/step.
+void CommandGetKeys(CmdCtx& c) {
+  const CommandSpec* s = FindSpec(c.env, c.arg(2));
+  int argc = static_cast<int>(c.argc()) - 2;  // the command's own argv
+  if (!s) {
+    c.r.Error("ERR Invalid command specified");
+  } else if (s->first_key == 0) {
+    c.r.Error("ERR The command has no key arguments");
+  } else if ((s->arity > 0 && argc != s->arity) || argc < -s->arity) {
+    c.r.Error("ERR Invalid number of arguments specified for command");
+  } else {
+    int last = s->last_key < 0 ? argc + s->last_key : s->last_key;
+    if (last >= argc) last = argc - 1;
+    std::vector<std::string_view> keys;
+    for (int i = s->first_key; i <= last; i += s->key_step) keys.push_back(c.arg(2 + i));
+    c.r.Array(keys.size());
+    for (std::string_view k : keys) c.r.Bulk(k);
+  }
+}
+
 void CmdCommand(CmdCtx& c) {
+  const Env& e = c.env;
   if (c.argc() == 1) {
-    c.r.Array(c.env.ordered.size());
-    for (const CommandSpec* s : c.env.ordered) CommandInfo(c, *s);
+    c.r.Array(e.ordered.size());
+    for (const CommandSpec* s : e.ordered) CommandInfo(c, *s);
     return;
   }
   std::string_view sub = c.arg(1);
   if (EqNoCase(sub, "COUNT") && c.argc() == 2) {
-    c.r.Int(static_cast<long long>(c.env.ordered.size()));
+    c.r.Int(static_cast<long long>(e.ordered.size()));
   } else if (EqNoCase(sub, "INFO")) {
+    if (c.argc() == 2) {  // no names: every command (Redis 7)
+      c.r.Array(e.ordered.size());
+      for (const CommandSpec* s : e.ordered) CommandInfo(c, *s);
+      return;
+    }
     c.r.Array(c.argc() - 2);
     for (size_t i = 2; i < c.argc(); ++i) {
-      std::string n(c.arg(i));
-      for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      auto it = c.env.table.find(n);
-      if (it == c.env.table.end()) {
-        c.r.NullArray();
+      const CommandSpec* s = FindSpec(e, c.arg(i));
+      if (s) {
+        CommandInfo(c, *s);
       } else {
-        CommandInfo(c, *it->second);
+        c.r.NullArray();
       }
     }
   } else if (EqNoCase(sub, "DOCS")) {
-    c.r.Array(0);  // no docs: clients fall back to their own hints
-  } else if (EqNoCase(sub, "LIST")) {
-    c.r.Array(c.env.ordered.size());
-    for (const CommandSpec* s : c.env.ordered) c.r.Bulk(s->name);
+    // name -> its doc map; perfcached documents the group (no summaries).
+    std::vector<std::pair<const CommandSpec*, const char*>> out;
+    if (c.argc() == 2) {
+      for (size_t i = 0; i < e.ordered.size(); ++i) out.emplace_back(e.ordered[i], e.groups[i]);
+    }
+    for (size_t i = 2; i < c.argc(); ++i) {
+      const char* group = nullptr;
+      if (const CommandSpec* s = FindSpec(e, c.arg(i), &group)) out.emplace_back(s, group);
+    }
+    c.r.Array(out.size() * 2);
+    for (const auto& [s, group] : out) {
+      c.r.Bulk(s->name);
+      c.r.Array(2);
+      c.r.Bulk("group");
+      c.r.Bulk(group);
+    }
+  } else if (EqNoCase(sub, "LIST") && (c.argc() == 2 || c.argc() == 5)) {
+    std::vector<const CommandSpec*> out;
+    if (c.argc() == 2) {
+      out = e.ordered;
+    } else if (!EqNoCase(c.arg(2), "FILTERBY")) {
+      c.r.Error(kErrSyntax);
+      return;
+    } else if (EqNoCase(c.arg(3), "PATTERN")) {
+      for (const CommandSpec* s : e.ordered) {
+        if (cache::GlobMatch(c.arg(4), s->name, true)) out.push_back(s);
+      }
+    } else if (!EqNoCase(c.arg(3), "MODULE") && !EqNoCase(c.arg(3), "ACLCAT")) {
+      c.r.Error(kErrSyntax);  // MODULE / ACLCAT: no modules and no ACL categories here
+      return;
+    }
+    c.r.Array(out.size());
+    for (const CommandSpec* s : out) c.r.Bulk(s->name);
+  } else if (EqNoCase(sub, "GETKEYS") && c.argc() >= 3) {
+    CommandGetKeys(c);
   } else {
-    SubcommandError(c, "command", {"count", "info", "docs", "list"});
+    SubcommandError(c, "command", {"count", "info", "docs", "list", "getkeys"});
   }
 }
 

@@ -45,6 +45,11 @@ struct CommandSpec {
   // COMMAND DOCS "group" (Redis's names: string, generic, connection,
   // server, pubsub, hash, set ...); nullptr: the family's (RegisterAll).
   const char* group = nullptr;
+  // A container (CLIENT, CONFIG, COMMAND): its subcommands' full names,
+  // "client|id", ..., nullptr-terminated. Dispatch answers an unknown
+  // subcommand, and names the command "client|id" (CLIENT INFO cmd=,
+  // errors), as Redis does.
+  const char* const* subcommands = nullptr;
 };
 
 // The flags as COMMAND INFO names them (Redis's words), in reply order.

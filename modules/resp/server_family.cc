@@ -264,11 +264,11 @@ void CmdCommand(CmdCtx& c) {
       c.r.Bulk("group");
       c.r.Bulk(group);
     }
-  } else if (EqNoCase(sub, "LIST") && (c.argc() == 2 || c.argc() == 5)) {
+  } else if (EqNoCase(sub, "LIST")) {
     std::vector<const CommandSpec*> out;
     if (c.argc() == 2) {
       out = e.ordered;
-    } else if (!EqNoCase(c.arg(2), "FILTERBY")) {
+    } else if (c.argc() != 5 || !EqNoCase(c.arg(2), "FILTERBY")) {
       c.r.Error(kErrSyntax);
       return;
     } else if (EqNoCase(c.arg(3), "PATTERN")) {
@@ -281,7 +281,7 @@ void CmdCommand(CmdCtx& c) {
     }
     c.r.Array(out.size());
     for (const CommandSpec* s : out) c.r.Bulk(s->name);
-  } else if (EqNoCase(sub, "GETKEYS") && c.argc() >= 3) {
+  } else if (EqNoCase(sub, "GETKEYS") && c.argc() >= 4) {
     CommandGetKeys(c);
   } else {
     SubcommandError(c, "command", {"count", "info", "docs", "list", "getkeys"});
@@ -375,7 +375,8 @@ std::string ClientLine(const net::Conn& k, int64_t now) {
          " age=" + std::to_string((now - k.created_ms) / 1000) +
          " idle=" + std::to_string((now - k.last_ms) / 1000) + " flags=N db=" + std::to_string(k.db) +
          " sub=0 psub=0 ssub=0 multi=-1 qbuf=" + std::to_string(k.in.size() - k.in_pos) +
-         " qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=" + std::to_string(k.pending()) +
+         " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + std::to_string(k.in.capacity()) +
+         " rbp=" + std::to_string(k.in.capacity()) + " obl=0 oll=0 omem=" + std::to_string(k.pending()) +
          " tot-mem=0 events=r cmd=" + k.last_cmd + " user=default redir=-1 resp=2\n";
 }
 
@@ -407,12 +408,16 @@ void CmdClient(CmdCtx& c) {
     c.env.server->ForEach([&](const net::Conn& k) { o += ClientLine(k, now); });
     c.r.Bulk(o);
   } else if (EqNoCase(sub, "KILL") && c.argc() == 4 && EqNoCase(c.arg(2), "ID")) {
+    // The filter form: replies the number killed (0 when no such client).
     long long id;
-    if (!ParseLLOrReply(c, c.arg(3), &id)) return;
+    if (!ParseLL(c.arg(3), &id) || id < 1) {
+      c.r.Error("ERR client-id should be greater than 0");
+      return;
+    }
     bool found = false;
     c.env.server->ForEach([&](const net::Conn& k) { found |= k.id == static_cast<uint64_t>(id); });
     if (!found) {
-      c.r.Error("ERR No such client");
+      c.r.Int(0);
       return;
     }
     if (static_cast<uint64_t>(id) == c.conn.id) {
@@ -487,9 +492,14 @@ void CmdConfig(CmdCtx& c) {
       std::string_view k = c.arg(i), v = c.arg(i + 1);
       if (EqNoCase(k, "timeout")) {
         long long t;
-        if (!ParseLL(v, &t) || t < 0 || t > INT32_MAX) {
+        if (!ParseLL(v, &t)) {
           c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
                     "couldn't be parsed into an integer");
+          return;
+        }
+        if (t < 0 || t > INT32_MAX) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
+                    "must be between 0 and 2147483647 inclusive");
           return;
         }
         c.env.procs->live_timeout.store(static_cast<int32_t>(t));
@@ -501,16 +511,21 @@ void CmdConfig(CmdCtx& c) {
           if (lv == "warning") l = proc::LogLevel::kWarning;
           else {
             c.r.Error("ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) "
-                      "must be one of the following: debug, verbose, notice, warning, nothing");
+                      "must be one of the following: debug, verbose, notice, warning");
             return;
           }
         }
         c.env.procs->live_loglevel.store(static_cast<int32_t>(l));
       } else if (EqNoCase(k, "proto-max-bulk-len") || EqNoCase(k, "client-query-buffer-limit")) {
         int64_t x;
-        if (!proc::ParseMemSize(v, &x) || x < (int64_t{1} << 20)) {
+        if (!proc::ParseMemSize(v, &x)) {
           c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                    "') - argument must be a memory value of at least 1mb");
+                    "') - argument must be a memory value");
+          return;
+        }
+        if (x < (int64_t{1} << 20)) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                    "') - argument must be between 1048576 and 9223372036854775807 inclusive");
           return;
         }
         (EqNoCase(k, "proto-max-bulk-len") ? c.env.procs->live_proto_max_bulk
@@ -567,17 +582,27 @@ void CmdTime(CmdCtx& c) {
   c.r.Bulk(std::to_string(tv.tv_usec));
 }
 
+constexpr const char* kClientSubs[] = {"client|id",   "client|getname", "client|setname",
+                                       "client|setinfo", "client|info", "client|list",
+                                       "client|kill", nullptr};
+constexpr const char* kConfigSubs[] = {"config|get", "config|set", "config|resetstat", nullptr};
+constexpr const char* kCommandSubs[] = {"command|count", "command|info",    "command|docs",
+                                        "command|list",  "command|getkeys", nullptr};
+
+// Flags and groups as redis-server 7.0's COMMAND INFO / DOCS give them
+// (test/diff compares them). CLIENT and CONFIG are containers: Redis puts
+// the flags (admin ...) on their subcommands, not on them.
 constexpr CommandSpec kServerCommands[] = {
-    {"ping", -1, kFast | kPubSub, &CmdPing},
-    {"echo", 2, kFast, &CmdEcho},
-    {"quit", -1, kFast | kNoAuth | kPubSub, &CmdQuit},
-    {"auth", -2, kFast | kNoAuth, &CmdAuth},
-    {"select", 2, kFast, &CmdSelect},
-    {"hello", -1, kFast | kNoAuth, &CmdHello},
-    {"command", -1, 0, &CmdCommand},
+    {"ping", -1, kFast | kPubSub, &CmdPing, 0, 0, 0, "connection"},
+    {"echo", 2, kFast, &CmdEcho, 0, 0, 0, "connection"},
+    {"quit", -1, kFast | kNoAuth | kPubSub, &CmdQuit, 0, 0, 0, "connection"},
+    {"auth", -2, kFast | kNoAuth, &CmdAuth, 0, 0, 0, "connection"},
+    {"select", 2, kFast, &CmdSelect, 0, 0, 0, "connection"},
+    {"hello", -1, kFast | kNoAuth, &CmdHello, 0, 0, 0, "connection"},
+    {"command", -1, 0, &CmdCommand, 0, 0, 0, "server", kCommandSubs},
     {"info", -1, 0, &CmdInfo},
-    {"client", -2, kAdmin, &CmdClient},
-    {"config", -2, kAdmin, &CmdConfig},
+    {"client", -2, 0, &CmdClient, 0, 0, 0, "connection", kClientSubs},
+    {"config", -2, 0, &CmdConfig, 0, 0, 0, "server", kConfigSubs},
     {"time", 1, kFast, &CmdTime},
 };
 

@@ -53,6 +53,20 @@ if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 [ "$f" -gt 0 ] && grep -B5 -A30 "^FAIL:\|^ERROR:" "$log/integ" | head -150
 passed=$((passed + n - f)); failed=$((failed + f))
 
+stage "differential: redis-server vs perfcached, same streams, same bytes (test/diff)"
+# One check: no difference outside test/diff/allow.txt, every dispatched
+# command covered or exempt (test/diff/README.md). A new seed every run.
+timeout 300 /usr/bin/python3 test/diff/run_diff.py > "$log/diff" 2>&1
+rc=$?
+grep -E "^diff: (seed|[0-9]+ commands)" "$log/diff"
+if [ "$rc" -eq 0 ]; then
+  passed=$((passed + 1))
+else
+  grep -B1 -A14 "^DIFFERENCE" "$log/diff" | head -150
+  grep -E "NOT COVERED|FAILED|Traceback|Error" "$log/diff" | head -20
+  failed=$((failed + 1))
+fi
+
 stage "fuzz targets: corpus regression + 10 s of fresh input each"
 for t in ${FUZZ_TARGETS:-glob resp config mi http event}; do
   bin="$BUILD/fuzz/${t}_fuzz"

@@ -103,6 +103,25 @@ def random_key(args, reply, side):
     return b"+<an existing key>\r\n" if side.call([b"EXISTS", v]) == b":1\r\n" else reply
 
 
+def random_members(check):
+    @safe
+    def f(args, reply, side):
+        """SRANDMEMBER / HRANDFIELD key [count]: how many came back (the
+        count rules: distinct up to the size for count > 0, exactly -count
+        for count < 0) and that each is a member on that server (`check`:
+        SISMEMBER / HEXISTS)."""
+        v = value(reply)
+        items = v if isinstance(v, list) else ([] if v is None else [v])
+        if len(args) > 3:  # WITHVALUES: field, value pairs
+            items = items[0::2]
+        for m in items:
+            if side.call([check, args[1], m]) != b":1\r\n":
+                return reply
+        shape = b"array" if isinstance(v, list) else b"bulk" if v is not None else b"nil"
+        return b"<%s of %d members>" % (shape, len(items))
+    return per_side(f)
+
+
 def tolerance(tol):
     def rule(args, r, p, rs, ps):
         """Integer within `tol` of redis-server's (both set at nearly the same
@@ -129,7 +148,7 @@ def time_bounds(args, reply, side):
 
 def _own_id(side):
     info = value(side.call([b"CLIENT", b"INFO"]))
-    return int(re.search(rb"(?:^| )id=([0-9]+)", info).group(1))
+    return int(re.search(rb"(?:^|[ :])id=([0-9]+)", info).group(1))  # RESP3: "txt:id=..."
 
 
 @safe
@@ -361,6 +380,11 @@ RULES = {
     "hkeys": per_side(sort_array),
     "hvals": per_side(sort_array),
     "hgetall": per_side(sort_pairs),
+    "srandmember": random_members(b"SISMEMBER"),
+    "hrandfield": random_members(b"HEXISTS"),
+    "object|idletime": tolerance(2),
+    # SPOP removes a random member: the two servers' sets would diverge, so
+    # streams only pop whole sets (SPOP key count >= SCARD) and no rule is needed.
     "sscan": scan_rule(False),
     "hscan": scan_rule(True),
 }

@@ -344,7 +344,7 @@ def main():
         run.differences.append(("daemon", "perfcached exited during the run", b"", b"", b"", b""))
         print("DIFFERENCE: perfcached exited during the run (log: %s)" % perf.log_path)
     uncovered = []
-    if not opt.stream and opt.ops > 0:
+    if not opt.stream:
         for name in sorted(rows):
             if name not in run.covered and name not in exempt:
                 uncovered.append(name)

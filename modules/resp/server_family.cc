@@ -206,7 +206,12 @@ void CommandInfo(CmdCtx& c, const CommandSpec& s) {
 void CommandGetKeys(CmdCtx& c) {
   const CommandSpec* s = FindSpec(c.env, c.arg(2));
   int argc = static_cast<int>(c.argc()) - 2;  // the command's own argv
-  if (!s) {
+  bool known_sub = !s || !s->subcommands;  // a container: its subcommand is the command
+  for (const char* const* sub = s && s->subcommands && argc >= 2 ? s->subcommands : nullptr;
+       sub && *sub; ++sub) {
+    known_sub |= EqNoCase(c.arg(3), std::strchr(*sub, '|') + 1);
+  }
+  if (!s || !known_sub) {
     c.r.Error("ERR Invalid command specified");
   } else if (s->first_key == 0) {
     c.r.Error("ERR The command has no key arguments");

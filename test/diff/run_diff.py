@@ -9,7 +9,7 @@ normalise.py). A difference not in allow.txt fails; so does a command of
 perfcached's dispatch table (bin/perfcached --list-commands) with no compared
 reply and no entry in exempt.txt. Ends with one line:
     diff: N commands covered, M streams, K replies compared, D differences
-Usage: run_diff.py [--seed S] [--ops N] [--stream NAME] [-v]"""
+Usage: run_diff.py [--seed S] [--ops N] [--stream NAME] [-v] [--corrupt CMD]"""
 import argparse
 import fnmatch
 import glob
@@ -149,8 +149,9 @@ def dispatch_table():
 
 
 class Run:
-    def __init__(self, rs, ps, allow, verbose):
+    def __init__(self, rs, ps, allow, verbose, corrupt=None):
         self.rs, self.ps, self.allow, self.verbose = rs, ps, allow, verbose
+        self.corrupt = corrupt
         self.compared = 0
         self.differences = []
         self.allowed = {"known": 0, "pending": 0}
@@ -159,6 +160,8 @@ class Run:
     def compare(self, args, where, track=True):
         r = self.rs.call(args)
         p = self.ps.call(args)
+        if self.corrupt and args[0].lower() == self.corrupt and len(p) > 2:
+            p = p[:-3] + bytes([p[-3] ^ 1]) + p[-2:]  # --corrupt: the harness must see it
         self.compared += 1
         rn, pn = normalise.normalise(args, r, p, self.rs, self.ps)
         cmd = streamfile.render(args)
@@ -289,6 +292,10 @@ def table_checks(run, rows, exempt):
         # flags, key positions).
         if name in rs.dispatched:
             run.compare([b"COMMAND", b"INFO", name.encode()], "COMMAND INFO %s" % name, track=False)
+            # Key positions in use: GETKEYS over k1..kn, n the least the arity allows (>= 3).
+            n = row["arity"] - 1 if row["arity"] > 0 else max(-row["arity"] - 1, 3)
+            run.compare([b"COMMAND", b"GETKEYS", name.encode()] + [b"k%d" % i for i in range(1, n + 1)],
+                        "COMMAND GETKEYS %s" % name, track=False)
             run.compare([b"COMMAND", b"DOCS", name.encode()], "COMMAND DOCS %s" % name, track=False)
     # Nothing outside the table is dispatched: every command redis-server
     # has and perfcached does not list is an unknown command to perfcached.
@@ -306,6 +313,9 @@ def main():
     ap.add_argument("--ops", type=int, default=4000)
     ap.add_argument("--stream", action="append", help="run only these stream files (names)")
     ap.add_argument("-v", action="store_true", help="print every comparison")
+    ap.add_argument("--corrupt", metavar="CMD",
+                    help="flip one bit of each perfcached reply to CMD before comparing (the "
+                         "harness must then fail: its self-test)")
     opt = ap.parse_args()
     seed = opt.seed if opt.seed is not None else random.SystemRandom().randrange(1 << 31)
     print("diff: seed %d, %d generated commands (reproduce: test/diff/run_diff.py --seed %d --ops %d)"
@@ -322,7 +332,7 @@ def main():
         ps = Side("perfcached", perf.port, set(rows))
         rs.dispatched = {x.decode().lower() for x in value(rs.call([b"COMMAND", b"LIST"]))}
         rs.reset()
-        run = Run(rs, ps, allow, opt.v)
+        run = Run(rs, ps, allow, opt.v, opt.corrupt.lower().encode() if opt.corrupt else None)
         streams = 0
         files = sorted(glob.glob(os.path.join(HERE, "streams", "*.txt")))
         if opt.stream:

@@ -221,7 +221,8 @@ void CommandGetKeys(CmdCtx& c) {
     int last = s->last_key < 0 ? argc + s->last_key : s->last_key;
     if (last >= argc) last = argc - 1;
     std::vector<std::string_view> keys;
-    for (int i = s->first_key; i <= last; i += s->key_step) keys.push_back(c.arg(2 + i));
+    int step = s->key_step > 0 ? s->key_step : 1;  // a row without a step: one key at a time
+    for (int i = s->first_key; i <= last; i += step) keys.push_back(c.arg(2 + i));
     c.r.Array(keys.size());
     for (std::string_view k : keys) c.r.Bulk(k);
   }

@@ -9,7 +9,7 @@ normalise.py). A difference not in allow.txt fails; so does a command of
 perfcached's dispatch table (bin/perfcached --list-commands) with no compared
 reply and no entry in exempt.txt. Ends with one line:
     diff: N commands covered, M streams, K replies compared, D differences
-Usage: run_diff.py [--seed S] [--ops N] [--stream NAME] [-v] [--corrupt CMD]"""
+Usage: run_diff.py [--seed S] [--ops N] [--stream NAME] [-v] [--show-allowed] [--corrupt CMD]"""
 import argparse
 import fnmatch
 import glob
@@ -152,6 +152,7 @@ class Run:
     def __init__(self, rs, ps, allow, verbose, corrupt=None):
         self.rs, self.ps, self.allow, self.verbose = rs, ps, allow, verbose
         self.corrupt = corrupt
+        self.show_allowed = False
         self.compared = 0
         self.differences = []
         self.allowed = {"known": 0, "pending": 0}
@@ -171,6 +172,9 @@ class Run:
                         a["perf"] in (None, pn):
                     a["used"] += 1
                     self.allowed[a["status"]] += 1
+                    if self.show_allowed:
+                        print("allowed (%s, allow.txt:%d) at %s: %s\n  redis:      %s\n  perfcached: %s"
+                              % (a["status"], a["line"], where, cmd, show(r), show(p)))
                     break
             else:
                 self.differences.append((where, cmd, r, p, rn, pn))
@@ -313,6 +317,8 @@ def main():
     ap.add_argument("--ops", type=int, default=4000)
     ap.add_argument("--stream", action="append", help="run only these stream files (names)")
     ap.add_argument("-v", action="store_true", help="print every comparison")
+    ap.add_argument("--show-allowed", action="store_true",
+                    help="print each difference that allow.txt accepted")
     ap.add_argument("--corrupt", metavar="CMD",
                     help="flip one bit of each perfcached reply to CMD before comparing (the "
                          "harness must then fail: its self-test)")
@@ -333,6 +339,7 @@ def main():
         rs.dispatched = {x.decode().lower() for x in value(rs.call([b"COMMAND", b"LIST"]))}
         rs.reset()
         run = Run(rs, ps, allow, opt.v, opt.corrupt.lower().encode() if opt.corrupt else None)
+        run.show_allowed = opt.show_allowed
         streams = 0
         files = sorted(glob.glob(os.path.join(HERE, "streams", "*.txt")))
         if opt.stream:

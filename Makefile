@@ -66,7 +66,7 @@ SETTINGS := $(BUILD)/.settings
 $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETTINGS) || \
   echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' > $(SETTINGS))
 
-.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration daemon-san \
+.PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration diff daemon-san \
         crash-build crash-points crash-points-all canary \
         check-deps format-check clean run
 
@@ -218,6 +218,11 @@ check: deps
 	  EXTRA_CXXFLAGS="-DPERFCACHED_CRASH_POINTS -DPERFCACHED_CANARY" \
 	  $(CANARY_BUILD)/bin/crash_points $(CANARY_BUILD)/bin/engine_soak $(CANARY_BUILD)/bin/engine_unit_tests
 	$(Q)BUILD=$(BUILD) CRASH_BUILD=$(CRASH_BUILD) CANARY_BUILD=$(CANARY_BUILD) scripts/check.sh
+
+# The differential harness (test/diff): redis-server vs perfcached, same bytes.
+#   make diff                     DIFF_ARGS="--seed 42 --ops 20000" to reproduce / dig
+diff: $(DAEMON_BIN)
+	$(Q)/usr/bin/python3 test/diff/run_diff.py $(DIFF_ARGS)
 
 integration: $(DAEMON_BIN)
 	$(Q)cd test/integration && /usr/bin/python3 -m unittest discover -v -p 'test_*.py'

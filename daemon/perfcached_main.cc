@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "modules/exports.h"
+#include "modules/resp/command.h"
 #include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
@@ -28,7 +29,8 @@ void Usage(FILE* f) {
                "  -E        print the effective configuration (secrets masked) and exit\n"
                "  -D        stay in the foreground, log to stderr (default: daemonize, syslog)\n"
                "  -V        version and build\n"
-               "  -h        this help, with every setting\n\n"
+               "  -h        this help, with every setting\n"
+               "  --list-commands  the RESP dispatch table: name arity flags first last step group\n\n"
                "settings (section, key = default):\n%s",
                proc::ConfigHelp().c_str());
 }
@@ -46,6 +48,10 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "--version") == 0) {
       std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--list-commands") == 0) {  // the RESP dispatch table (test/diff)
+      std::fputs(modules::resp::ListCommands().c_str(), stdout);
       return 0;
     }
   }

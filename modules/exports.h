@@ -56,7 +56,12 @@ struct ProcExport {
 };
 
 // A RESP command family's registration (its rows into the dispatch table).
-using RespFamily = void (*)(resp::Env& e);
+// A family's Register function and the COMMAND DOCS group of its rows
+// (a row may name its own group).
+struct RespFamily {
+  void (*reg)(resp::Env& e);
+  const char* group;
+};
 
 struct ModuleExports {
   const char* name;

@@ -53,6 +53,29 @@ if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 [ "$f" -gt 0 ] && grep -B5 -A30 "^FAIL:\|^ERROR:" "$log/integ" | head -150
 passed=$((passed + n - f)); failed=$((failed + f))
 
+stage "differential: redis-server vs perfcached, same streams, same bytes (test/diff)"
+# One check: no difference outside test/diff/allow.txt, every dispatched
+# command covered or exempt (test/diff/README.md). A new seed every run.
+# Its self-test first: with ECHO's replies corrupted it must report ECHO.
+timeout 120 /usr/bin/python3 test/diff/run_diff.py --corrupt echo --ops 0 --stream server \
+  > "$log/diff-self" 2>&1
+self_rc=$?
+if [ "$self_rc" -eq 0 ] || ! grep -q "^  command:    ECHO" "$log/diff-self"; then
+  echo "diff self-test: a corrupted ECHO reply was not reported"; tail -5 "$log/diff-self"
+fi
+timeout 300 /usr/bin/python3 test/diff/run_diff.py > "$log/diff" 2>&1
+rc=$?
+grep -E "^diff: (seed|[0-9]+ commands)" "$log/diff"
+if [ "$self_rc" -eq 0 ] || ! grep -q "^  command:    ECHO" "$log/diff-self"; then
+  failed=$((failed + 1))
+elif [ "$rc" -eq 0 ]; then
+  passed=$((passed + 1))
+else
+  grep -B1 -A14 "^DIFFERENCE" "$log/diff" | head -150
+  grep -E "NOT COVERED|FAILED|Traceback|Error" "$log/diff" | head -20
+  failed=$((failed + 1))
+fi
+
 stage "fuzz targets: corpus regression + 10 s of fresh input each"
 for t in ${FUZZ_TARGETS:-glob resp config mi http event}; do
   bin="$BUILD/fuzz/${t}_fuzz"

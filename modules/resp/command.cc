@@ -116,11 +116,38 @@ void Register(Env& e, std::span<const CommandSpec> rows) {
   }
 }
 
-void InitEnv(Env& e) {
-  // The rows of every module's RESP families (modules/exports.h).
+// Every module's RESP families (modules/exports.h), each row with its group.
+void RegisterAll(Env& e) {
   for (const modules::ModuleExports* m : modules::AllModules()) {
-    for (modules::RespFamily f : m->resp_families) f(e);
+    for (const modules::RespFamily& f : m->resp_families) {
+      size_t before = e.ordered.size();
+      f.reg(e);
+      for (size_t i = before; i < e.ordered.size(); ++i) {
+        e.groups.push_back(e.ordered[i]->group ? e.ordered[i]->group : f.group);
+      }
+    }
   }
+}
+
+std::string ListCommands() {
+  Env e;
+  RegisterAll(e);
+  std::string o;
+  for (size_t i = 0; i < e.ordered.size(); ++i) {
+    const CommandSpec& s = *e.ordered[i];
+    std::string flags;
+    for (const FlagName& f : kFlagNames) {
+      if (s.flags & f.bit) flags += (flags.empty() ? "" : ",") + std::string(f.name);
+    }
+    o += std::string(s.name) + " " + std::to_string(s.arity) + " " + (flags.empty() ? "-" : flags) +
+         " " + std::to_string(s.first_key) + " " + std::to_string(s.last_key) + " " +
+         std::to_string(s.key_step) + " " + e.groups[i] + "\n";
+  }
+  return o;
+}
+
+void InitEnv(Env& e) {
+  RegisterAll(e);
   // SELECT n: the collection named by resp_collections, else the one named n.
   const proc::Config& cfg = *e.cfg;
   int ndb = cfg.databases;
@@ -143,6 +170,9 @@ void InitEnv(Env& e) {
 }
 
 namespace {
+// Redis prints names in errors with %s: a NUL byte ends them.
+std::string_view CString(std::string_view s) { return s.substr(0, s.find('\0')); }
+
 // Cross-protocol scripting (a browser POSTing to the RESP port): HTTP's
 // "POST" request line or a "Host:" header read as a command. As redis-server
 // does: log (at most once a minute), reply nothing, close, run nothing that
@@ -182,26 +212,42 @@ void Dispatch(Env& e, net::Conn& c) {
     std::string args;
     for (size_t i = 1; i < c.argv.size() && args.size() < 128; ++i) {
       size_t room = 128 - args.size();
-      std::string_view a = c.argv[i].substr(0, room);
+      std::string_view a = CString(c.argv[i]).substr(0, room);
       args += "'" + std::string(a) + "' ";
     }
-    ctx.r.Error("ERR unknown command '" + std::string(name.substr(0, 128)) +
+    ctx.r.Error("ERR unknown command '" + std::string(CString(name).substr(0, 128)) +
                 "', with args beginning with: " + args);
     return;
   }
-  if (c.subscribed() && !(spec->flags & kPubSub)) {
-    ctx.r.Error(std::string("ERR Can't execute '") + spec->name +
-                "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
-                "this context");
+  // Redis's order: unknown command or subcommand, arity, auth, subscribed mode.
+  const char* full = spec->name;
+  if (spec->subcommands && c.argv.size() >= 2) {
+    full = nullptr;
+    for (const char* const* sub = spec->subcommands; *sub; ++sub) {
+      if (EqNoCase(c.argv[1], std::strchr(*sub, '|') + 1)) full = *sub;
+    }
+    if (!full) {
+      std::string up(spec->name);
+      for (char& ch : up) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      ctx.r.Error("ERR unknown subcommand '" + std::string(CString(c.argv[1]).substr(0, 128)) +
+                  "'. Try " + up + " HELP.");
+      return;
+    }
+    c.last_cmd = full;
+  }
+  int argc = static_cast<int>(c.argv.size());
+  if ((spec->arity > 0 && argc != spec->arity) || (spec->arity < 0 && argc < -spec->arity)) {
+    WrongArity(ctx, spec->name);
     return;
   }
   if (!c.authed && !(spec->flags & kNoAuth)) {
     ctx.r.Error(kErrNoAuth);
     return;
   }
-  int argc = static_cast<int>(c.argv.size());
-  if ((spec->arity > 0 && argc != spec->arity) || (spec->arity < 0 && argc < -spec->arity)) {
-    WrongArity(ctx, spec->name);
+  if (c.subscribed() && !(spec->flags & kPubSub)) {
+    ctx.r.Error(std::string("ERR Can't execute '") + full +
+                "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+                "this context");
     return;
   }
   size_t before = c.out.size();

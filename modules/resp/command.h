@@ -42,6 +42,26 @@ struct CommandSpec {
   uint32_t flags;
   Handler handler;
   int first_key = 0, last_key = 0, key_step = 0;
+  // COMMAND DOCS "group" (Redis's names: string, generic, connection,
+  // server, pubsub, hash, set ...); nullptr: the family's (RegisterAll).
+  const char* group = nullptr;
+  // A container (CLIENT, CONFIG, COMMAND): its subcommands' full names,
+  // "client|id", ..., nullptr-terminated. Dispatch answers an unknown
+  // subcommand, and names the command "client|id" (CLIENT INFO cmd=,
+  // errors), as Redis does.
+  const char* const* subcommands = nullptr;
+};
+
+// The flags as COMMAND INFO names them (Redis's words), in reply order.
+// kPubSub is not one: it is the door's "allowed in subscribed mode" (PING
+// and QUIT have it), not Redis's "pubsub" (a pub/sub command).
+struct FlagName {
+  uint32_t bit;
+  const char* name;
+};
+inline constexpr FlagName kFlagNames[] = {
+    {kWrite, "write"}, {kRead, "readonly"}, {kAdmin, "admin"},
+    {kLoading, "loading"}, {kFast, "fast"}, {kNoAuth, "no_auth"},
 };
 
 // What a worker's handlers share: engine context, config, the door's stats.
@@ -55,6 +75,7 @@ struct Env {
   std::vector<cache::TableRef> db_refs;       // cached handles (reopened when stale)
   std::unordered_map<std::string, const CommandSpec*> table;
   std::vector<const CommandSpec*> ordered;    // for COMMAND
+  std::vector<const char*> groups;            // ordered[i]'s DOCS group
   // Dispatch index: (length, first letter) -> rows; a lookup is a few
   // case-insensitive compares, no hashing and no allocation.
   std::vector<const CommandSpec*> by_shape[16 * 32];
@@ -88,6 +109,11 @@ void PubSubLeave(Env& e, net::Conn& c);
 // Deliver one event datagram (JSON-RPC notification) to this worker's subscribers.
 void PubSubDeliver(Env& e, std::string_view datagram);
 void Register(Env& e, std::span<const CommandSpec> rows);
+// Every family's rows into e.table / e.ordered / e.groups (the dispatch
+// table; COMMAND and --list-commands are computed from it).
+void RegisterAll(Env& e);
+// The dispatch table, one row a line: "name arity flag,flag first last step group".
+std::string ListCommands();
 // Build the table and the db mapping for a worker.
 void InitEnv(Env& e);
 // The door's dispatch: lookup, arity, auth, run.

@@ -89,10 +89,10 @@ void CmdUnsubscribe(CmdCtx& c) { UnsubscribeGeneric(c, false); }
 void CmdPUnsubscribe(CmdCtx& c) { UnsubscribeGeneric(c, true); }
 
 constexpr CommandSpec kPubSubCommands[] = {
-    {"subscribe", -2, kPubSub | kFast, &CmdSubscribe},
-    {"psubscribe", -2, kPubSub | kFast, &CmdPSubscribe},
-    {"unsubscribe", -1, kPubSub | kFast, &CmdUnsubscribe},
-    {"punsubscribe", -1, kPubSub | kFast, &CmdPUnsubscribe},
+    {"subscribe", -2, kPubSub, &CmdSubscribe},
+    {"psubscribe", -2, kPubSub, &CmdPSubscribe},
+    {"unsubscribe", -1, kPubSub, &CmdUnsubscribe},
+    {"punsubscribe", -1, kPubSub, &CmdPUnsubscribe},
 };
 
 void Publish(Env& e, const std::string& channel, const std::string& message) {

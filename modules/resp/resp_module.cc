@@ -167,8 +167,11 @@ void ResetDoorStats(proc::ModuleProcContext& pc) {
 constexpr StatExport kStats[] = {{20, &CollectDoorStats, &ResetDoorStat, &ResetDoorStats}};
 
 // The command families, in registration order (COMMAND lists them so).
-constexpr RespFamily kFamilies[] = {&RegisterStringFamily, &RegisterKeysFamily,
-                                    &RegisterServerFamily, &RegisterPubSubFamily};
+// A new family (hash, set, ...) is one row here and its Register function.
+constexpr RespFamily kFamilies[] = {
+    {&RegisterStringFamily, "string"}, {&RegisterKeysFamily, "generic"},
+    {&RegisterServerFamily, "server"}, {&RegisterPubSubFamily, "pubsub"},
+};
 
 }  // namespace
 

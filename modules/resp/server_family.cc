@@ -170,55 +170,127 @@ void CmdHello(CmdCtx& c) {
   c.r.Array(0);
 }
 
+// COMMAND and its subcommands are computed from the dispatch table (the
+// CommandSpec rows): what COMMAND lists is exactly what Dispatch runs, with
+// the arity Dispatch enforces and the key positions GETKEYS uses.
+const CommandSpec* FindSpec(const Env& e, std::string_view name, const char** group = nullptr) {
+  for (size_t i = 0; i < e.ordered.size(); ++i) {
+    if (EqNoCase(name, e.ordered[i]->name)) {
+      if (group) *group = e.groups[i];
+      return e.ordered[i];
+    }
+  }
+  return nullptr;
+}
+
 void CommandInfo(CmdCtx& c, const CommandSpec& s) {
   c.r.Array(10);
   c.r.Bulk(s.name);
   c.r.Int(s.arity);
-  int nflags = ((s.flags & kWrite) != 0) + ((s.flags & kRead) != 0) + ((s.flags & kFast) != 0) +
-               ((s.flags & kAdmin) != 0) + ((s.flags & kNoAuth) != 0);
-  c.r.Array(static_cast<size_t>(nflags));
-  if (s.flags & kWrite) c.r.Simple("write");
-  if (s.flags & kRead) c.r.Simple("readonly");
-  if (s.flags & kFast) c.r.Simple("fast");
-  if (s.flags & kAdmin) c.r.Simple("admin");
-  if (s.flags & kNoAuth) c.r.Simple("no_auth");
+  size_t nflags = 0;
+  for (const FlagName& f : kFlagNames) nflags += (s.flags & f.bit) != 0;
+  c.r.Array(nflags);
+  for (const FlagName& f : kFlagNames) {
+    if (s.flags & f.bit) c.r.Simple(f.name);
+  }
   c.r.Int(s.first_key);
   c.r.Int(s.last_key);
   c.r.Int(s.key_step);
-  c.r.Array(0);  // ACL categories
+  c.r.Array(0);  // ACL categories (no ACLs)
   c.r.Array(0);  // tips
   c.r.Array(0);  // key specs
   c.r.Array(0);  // subcommands
 }
 
+// COMMAND GETKEYS cmd args...: the key arguments by first/last/step.
+void CommandGetKeys(CmdCtx& c) {
+  const CommandSpec* s = FindSpec(c.env, c.arg(2));
+  int argc = static_cast<int>(c.argc()) - 2;  // the command's own argv
+  bool known_sub = !s || !s->subcommands;  // a container: its subcommand is the command
+  for (const char* const* sub = s && s->subcommands && argc >= 2 ? s->subcommands : nullptr;
+       sub && *sub; ++sub) {
+    known_sub |= EqNoCase(c.arg(3), std::strchr(*sub, '|') + 1);
+  }
+  if (!s || !known_sub) {
+    c.r.Error("ERR Invalid command specified");
+  } else if (s->first_key == 0) {
+    c.r.Error("ERR The command has no key arguments");
+  } else if ((s->arity > 0 && argc != s->arity) || argc < -s->arity) {
+    c.r.Error("ERR Invalid number of arguments specified for command");
+  } else {
+    int last = s->last_key < 0 ? argc + s->last_key : s->last_key;
+    if (last >= argc) last = argc - 1;
+    std::vector<std::string_view> keys;
+    int step = s->key_step > 0 ? s->key_step : 1;  // a row without a step: one key at a time
+    for (int i = s->first_key; i <= last; i += step) keys.push_back(c.arg(2 + i));
+    c.r.Array(keys.size());
+    for (std::string_view k : keys) c.r.Bulk(k);
+  }
+}
+
 void CmdCommand(CmdCtx& c) {
+  const Env& e = c.env;
   if (c.argc() == 1) {
-    c.r.Array(c.env.ordered.size());
-    for (const CommandSpec* s : c.env.ordered) CommandInfo(c, *s);
+    c.r.Array(e.ordered.size());
+    for (const CommandSpec* s : e.ordered) CommandInfo(c, *s);
     return;
   }
   std::string_view sub = c.arg(1);
   if (EqNoCase(sub, "COUNT") && c.argc() == 2) {
-    c.r.Int(static_cast<long long>(c.env.ordered.size()));
+    c.r.Int(static_cast<long long>(e.ordered.size()));
   } else if (EqNoCase(sub, "INFO")) {
+    if (c.argc() == 2) {  // no names: every command (Redis 7)
+      c.r.Array(e.ordered.size());
+      for (const CommandSpec* s : e.ordered) CommandInfo(c, *s);
+      return;
+    }
     c.r.Array(c.argc() - 2);
     for (size_t i = 2; i < c.argc(); ++i) {
-      std::string n(c.arg(i));
-      for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      auto it = c.env.table.find(n);
-      if (it == c.env.table.end()) {
-        c.r.NullArray();
+      const CommandSpec* s = FindSpec(e, c.arg(i));
+      if (s) {
+        CommandInfo(c, *s);
       } else {
-        CommandInfo(c, *it->second);
+        c.r.NullArray();
       }
     }
   } else if (EqNoCase(sub, "DOCS")) {
-    c.r.Array(0);  // no docs: clients fall back to their own hints
+    // name -> its doc map; perfcached documents the group (no summaries).
+    std::vector<std::pair<const CommandSpec*, const char*>> out;
+    if (c.argc() == 2) {
+      for (size_t i = 0; i < e.ordered.size(); ++i) out.emplace_back(e.ordered[i], e.groups[i]);
+    }
+    for (size_t i = 2; i < c.argc(); ++i) {
+      const char* group = nullptr;
+      if (const CommandSpec* s = FindSpec(e, c.arg(i), &group)) out.emplace_back(s, group);
+    }
+    c.r.Array(out.size() * 2);
+    for (const auto& [s, group] : out) {
+      c.r.Bulk(s->name);
+      c.r.Array(2);
+      c.r.Bulk("group");
+      c.r.Bulk(group);
+    }
   } else if (EqNoCase(sub, "LIST")) {
-    c.r.Array(c.env.ordered.size());
-    for (const CommandSpec* s : c.env.ordered) c.r.Bulk(s->name);
+    std::vector<const CommandSpec*> out;
+    if (c.argc() == 2) {
+      out = e.ordered;
+    } else if (c.argc() != 5 || !EqNoCase(c.arg(2), "FILTERBY")) {
+      c.r.Error(kErrSyntax);
+      return;
+    } else if (EqNoCase(c.arg(3), "PATTERN")) {
+      for (const CommandSpec* s : e.ordered) {
+        if (cache::GlobMatch(c.arg(4), s->name, true)) out.push_back(s);
+      }
+    } else if (!EqNoCase(c.arg(3), "MODULE") && !EqNoCase(c.arg(3), "ACLCAT")) {
+      c.r.Error(kErrSyntax);  // MODULE / ACLCAT: no modules and no ACL categories here
+      return;
+    }
+    c.r.Array(out.size());
+    for (const CommandSpec* s : out) c.r.Bulk(s->name);
+  } else if (EqNoCase(sub, "GETKEYS") && c.argc() >= 4) {
+    CommandGetKeys(c);
   } else {
-    SubcommandError(c, "command", {"count", "info", "docs", "list"});
+    SubcommandError(c, "command", {"count", "info", "docs", "list", "getkeys"});
   }
 }
 
@@ -309,7 +381,8 @@ std::string ClientLine(const net::Conn& k, int64_t now) {
          " age=" + std::to_string((now - k.created_ms) / 1000) +
          " idle=" + std::to_string((now - k.last_ms) / 1000) + " flags=N db=" + std::to_string(k.db) +
          " sub=0 psub=0 ssub=0 multi=-1 qbuf=" + std::to_string(k.in.size() - k.in_pos) +
-         " qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=" + std::to_string(k.pending()) +
+         " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + std::to_string(k.in.capacity()) +
+         " rbp=" + std::to_string(k.in.capacity()) + " obl=0 oll=0 omem=" + std::to_string(k.pending()) +
          " tot-mem=0 events=r cmd=" + k.last_cmd + " user=default redir=-1 resp=2\n";
 }
 
@@ -341,12 +414,16 @@ void CmdClient(CmdCtx& c) {
     c.env.server->ForEach([&](const net::Conn& k) { o += ClientLine(k, now); });
     c.r.Bulk(o);
   } else if (EqNoCase(sub, "KILL") && c.argc() == 4 && EqNoCase(c.arg(2), "ID")) {
+    // The filter form: replies the number killed (0 when no such client).
     long long id;
-    if (!ParseLLOrReply(c, c.arg(3), &id)) return;
+    if (!ParseLL(c.arg(3), &id) || id < 1) {
+      c.r.Error("ERR client-id should be greater than 0");
+      return;
+    }
     bool found = false;
     c.env.server->ForEach([&](const net::Conn& k) { found |= k.id == static_cast<uint64_t>(id); });
     if (!found) {
-      c.r.Error("ERR No such client");
+      c.r.Int(0);
       return;
     }
     if (static_cast<uint64_t>(id) == c.conn.id) {
@@ -421,9 +498,14 @@ void CmdConfig(CmdCtx& c) {
       std::string_view k = c.arg(i), v = c.arg(i + 1);
       if (EqNoCase(k, "timeout")) {
         long long t;
-        if (!ParseLL(v, &t) || t < 0 || t > INT32_MAX) {
+        if (!ParseLL(v, &t)) {
           c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
                     "couldn't be parsed into an integer");
+          return;
+        }
+        if (t < 0 || t > INT32_MAX) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
+                    "must be between 0 and 2147483647 inclusive");
           return;
         }
         c.env.procs->live_timeout.store(static_cast<int32_t>(t));
@@ -435,16 +517,21 @@ void CmdConfig(CmdCtx& c) {
           if (lv == "warning") l = proc::LogLevel::kWarning;
           else {
             c.r.Error("ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) "
-                      "must be one of the following: debug, verbose, notice, warning, nothing");
+                      "must be one of the following: debug, verbose, notice, warning");
             return;
           }
         }
         c.env.procs->live_loglevel.store(static_cast<int32_t>(l));
       } else if (EqNoCase(k, "proto-max-bulk-len") || EqNoCase(k, "client-query-buffer-limit")) {
         int64_t x;
-        if (!proc::ParseMemSize(v, &x) || x < (int64_t{1} << 20)) {
+        if (!proc::ParseMemSize(v, &x)) {
           c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                    "') - argument must be a memory value of at least 1mb");
+                    "') - argument must be a memory value");
+          return;
+        }
+        if (x < (int64_t{1} << 20)) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                    "') - argument must be between 1048576 and 9223372036854775807 inclusive");
           return;
         }
         (EqNoCase(k, "proto-max-bulk-len") ? c.env.procs->live_proto_max_bulk
@@ -501,17 +588,27 @@ void CmdTime(CmdCtx& c) {
   c.r.Bulk(std::to_string(tv.tv_usec));
 }
 
+constexpr const char* kClientSubs[] = {"client|id",   "client|getname", "client|setname",
+                                       "client|setinfo", "client|info", "client|list",
+                                       "client|kill", nullptr};
+constexpr const char* kConfigSubs[] = {"config|get", "config|set", "config|resetstat", nullptr};
+constexpr const char* kCommandSubs[] = {"command|count", "command|info",    "command|docs",
+                                        "command|list",  "command|getkeys", nullptr};
+
+// Flags and groups as redis-server 7.0's COMMAND INFO / DOCS give them
+// (test/diff compares them). CLIENT and CONFIG are containers: Redis puts
+// the flags (admin ...) on their subcommands, not on them.
 constexpr CommandSpec kServerCommands[] = {
-    {"ping", -1, kFast | kPubSub, &CmdPing},
-    {"echo", 2, kFast, &CmdEcho},
-    {"quit", -1, kFast | kNoAuth | kPubSub, &CmdQuit},
-    {"auth", -2, kFast | kNoAuth, &CmdAuth},
-    {"select", 2, kFast, &CmdSelect},
-    {"hello", -1, kFast | kNoAuth, &CmdHello},
-    {"command", -1, 0, &CmdCommand},
+    {"ping", -1, kFast | kPubSub, &CmdPing, 0, 0, 0, "connection"},
+    {"echo", 2, kFast, &CmdEcho, 0, 0, 0, "connection"},
+    {"quit", -1, kFast | kNoAuth | kPubSub, &CmdQuit, 0, 0, 0, "connection"},
+    {"auth", -2, kFast | kNoAuth, &CmdAuth, 0, 0, 0, "connection"},
+    {"select", 2, kFast, &CmdSelect, 0, 0, 0, "connection"},
+    {"hello", -1, kFast | kNoAuth, &CmdHello, 0, 0, 0, "connection"},
+    {"command", -1, 0, &CmdCommand, 0, 0, 0, "server", kCommandSubs},
     {"info", -1, 0, &CmdInfo},
-    {"client", -2, kAdmin, &CmdClient},
-    {"config", -2, kAdmin, &CmdConfig},
+    {"client", -2, 0, &CmdClient, 0, 0, 0, "connection", kClientSubs},
+    {"config", -2, 0, &CmdConfig, 0, 0, 0, "server", kConfigSubs},
     {"time", 1, kFast, &CmdTime},
 };
 

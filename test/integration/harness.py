@@ -60,6 +60,7 @@ class Daemon:
     """A perfcached process tree started for one test (or one test class)."""
 
     def __init__(self, workers=2, overrides=(), config=None, arena_mb=64, host="127.0.0.1"):
+        """workers=None: the configured default (one worker per core)."""
         self.port = free_port()
         self.host = host
         self.workdir = tempfile.mkdtemp(prefix="perfcached-test-")
@@ -68,8 +69,9 @@ class Daemon:
         args = [BIN, "-D", "-o", f"listen.resp={host}:{self.port}",
                 "-o", f"mi.fifo_name={self.fifo}", "-o", f"mi.reply_dir={self.workdir}/",
                 "-o", f"mi.datagram={self.workdir}/mi.sock",
-                "-o", f"daemon.workers={workers}", "-o", f"memory.arena_mb={arena_mb}",
-                "-o", "memory.hugepages=off"]
+                "-o", f"memory.arena_mb={arena_mb}", "-o", "memory.hugepages=off"]
+        if workers is not None:
+            args += ["-o", f"daemon.workers={workers}"]
         if config is not None:
             path = os.path.join(self.workdir, "perfcached.conf")
             with open(path, "w") as f:

@@ -241,7 +241,7 @@ TEST(HashOps, IncrByAndFloat) {
   STRCMP_EQUAL("10.5", fr.c_str());
   CHECK(HIncrByFloat(c(), t, "h", "s", 1.0L, &fr) == Status::kNotFloat);
   CHECK(Put1(c(), t, "h", "huge", "1.1e4932") == Status::kOk);
-  CHECK(HIncrByFloat(c(), t, "h", "huge", 1.1e4932L, &fr) == Status::kNaN);
+  CHECK(HIncrByFloat(c(), t, "h", "huge", 1.1e4932L, &fr) == Status::kNanOrInf);
 }
 
 TEST(HashOps, BinarySafeFieldsAndAMegabyteValue) {

@@ -54,10 +54,10 @@ TEST(Exports, RespFamiliesFillTheDispatchTable) {
   }
   size_t rows = 0;
   for (const modules::ModuleExports* m : modules::AllModules()) {
-    for (modules::RespFamily f : m->resp_families) {
+    for (const modules::RespFamily& f : m->resp_families) {
       modules::resp::Env one;
       one.cfg = &cfg;
-      f(one);
+      f.reg(one);
       rows += one.ordered.size();
     }
   }

@@ -86,6 +86,10 @@ class RtpengineAgainstPerfcached(unittest.TestCase):
         cls.rtp = Proc(args, os.path.join(self.workdir, "rtpengine.log"), self.workdir)
         if not cls.rtp.wait_log("Startup complete", timeout=15):
             self.fail("rtpengine did not start:\n" + cls.rtp.read_log()[-3000:])
+        # rtpengine reads role: from INFO replication; no role:master there
+        # and it refuses to start (or starts as a read-only slave).
+        self.assertIn("Connected to Redis 127.0.0.1:%d in master mode" % self.backend.port,
+                      cls.rtp.read_log())
         deadline = time.time() + 10
         while time.time() < deadline:
             try:

@@ -388,6 +388,15 @@ class DbRedisUsrlocAgainstRedis(KamailioBase):
         self.assertEqual(r.get("X-Contact"), contact)
         r = self.sip("OPTIONS", user="nobody")
         self.assertEqual(r.status, 404, r.raw)
+        # unregister (Expires: 0): db_redis deletes the row and, with its
+        # Lua script (EVALSHA), the index entry
+        r = self.sip("REGISTER", user="carol", headers={"Contact": "<%s>" % contact,
+                                                        "Expires": "0"})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual(self.backend.call("EXISTS", entry[0], db=USRLOC_DB), 0)
+        self.assertEqual(self.backend.call("SCARD", "location:usrdom::carol", db=USRLOC_DB), 0)
+        r = self.sip("OPTIONS", user="carol")
+        self.assertEqual(r.status, 404, r.raw)
 
 
 class DbRedisUsrlocAgainstPerfcached(DbRedisUsrlocAgainstRedis):

@@ -83,9 +83,14 @@ class RtpengineAgainstPerfcached(unittest.TestCase):
                 "--port-min=%d" % base, "--port-max=%d" % (base + 199),
                 "--num-threads=2", "--delete-delay=0",
                 "--pidfile=" + os.path.join(self.workdir, "rtpengine.pid")]
-        cls.rtp = Proc(args, os.path.join(self.workdir, "rtpengine.log"), self.workdir)
+        cls.starts = getattr(cls, "starts", 0) + 1  # one log per start: no stale lines
+        log = os.path.join(self.workdir, "rtpengine-%d.log" % cls.starts)
+        cls.rtp = Proc(args, log, self.workdir)
         if not cls.rtp.wait_log("Startup complete", timeout=15):
             self.fail("rtpengine did not start:\n" + cls.rtp.read_log()[-3000:])
+        # calls are restored after "Startup complete"; wait for the end of it
+        if not cls.rtp.wait_log("Redis restore time", timeout=15):
+            self.fail("rtpengine did not restore from Redis:\n" + cls.rtp.read_log()[-3000:])
         # rtpengine reads role: from INFO replication; no role:master there
         # and it refuses to start (or starts as a read-only slave).
         self.assertIn("Connected to Redis 127.0.0.1:%d in master mode" % self.backend.port,
@@ -178,7 +183,6 @@ class RtpengineAgainstPerfcached(unittest.TestCase):
         self.mark("killed")
         self.assertIn(call_id.encode(), self.keys())
         self.start_rtpengine()
-        self.assertIn("Redis restore time", self.rtp.read_log())
         self.mark("restarted")
         q = self.ok({"command": "query", "call-id": call_id})
         self.assertIn("1928301774", q["tags"])

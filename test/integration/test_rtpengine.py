@@ -74,7 +74,7 @@ class RtpengineAgainstPerfcached(unittest.TestCase):
     def start_rtpengine(self):
         cls = type(self)
         self.ng_port = free_port_udp()
-        base = random.randrange(20000, 59000, 200)
+        base = media_port_base()
         redis = "127.0.0.1:%d/%d" % (self.backend.port, DB)
         args = [self.binary, "--config-file=none", "--foreground", "--log-stderr",
                 "--no-log-timestamps", "--log-level=6", "--table=-1",
@@ -203,6 +203,18 @@ class RtpengineAgainstPerfcached(unittest.TestCase):
 
 class RtpengineAgainstRedis(RtpengineAgainstPerfcached):
     backend_kind = "redis"
+
+
+def media_port_base():
+    """200 media ports below the ephemeral range, where free_port() picks the
+    ng, SIP and RESP ports of this and any concurrent test run."""
+    lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return random.randrange(10000, max(10200, lo - 200), 200)
 
 
 def free_port_udp():

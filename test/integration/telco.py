@@ -173,10 +173,27 @@ class Proc:
             except subprocess.TimeoutExpired:
                 os.killpg(pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
-        # children of a group leader that died first
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        # children left behind by a leader that died first: by PID, only
+        # the members of the session this object started
+        for left in group_members(pid):
+            try:
+                os.kill(left, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.log.close()
         return self.proc.returncode
+
+
+def group_members(pgid):
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid and int(fields[3]) == pgid:  # pgrp, session
+            out.append(int(name))
+    return out

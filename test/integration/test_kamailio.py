@@ -66,6 +66,24 @@ request_route {{
         exit;
     }}
     $var(ok) = 1;
+    if (is_present_hf("X-Pipe1")) {{
+        # pipelining: three commands buffered, sent in one write by redis_execute()
+        redis_pipe_cmd("srv", "$hdr(X-Pipe1)", "p1");
+        redis_pipe_cmd("srv", "$hdr(X-Pipe2)", "p2");
+        redis_pipe_cmd("srv", "$hdr(X-Pipe3)", "p3");
+        if (!redis_execute("srv")) {{
+            sl_send_reply("500", "redis_execute failed");
+            exit;
+        }}
+        append_to_reply("X-P1: $redis(p1=>type):$redis(p1=>value):$redis(p1=>info)\r\n");
+        append_to_reply("X-P2: $redis(p2=>type):$redis(p2=>value):$redis(p2=>info)\r\n");
+        append_to_reply("X-P3: $redis(p3=>type):$redis(p3=>value):$redis(p3=>info)\r\n");
+        redis_free("p1");
+        redis_free("p2");
+        redis_free("p3");
+        sl_send_reply("200", "Redis pipeline");
+        exit;
+    }}
     if (is_present_hf("X-Key")) {{
         # the %s form: key and value may hold spaces
         if (!redis_cmd("srv", "$hdr(X-Cmd) %s %s", "$hdr(X-Key)", "$hdr(X-Val)", "r")) {{
@@ -292,6 +310,13 @@ class NdbRedisAgainstPerfcached(KamailioBase):
         self.assertEqual((r.get("X-Type"), r.get("X-Info")), (T_STATUS, "OK"), r.raw)
         self.assertEqual(self.backend.call("GET", "pc:with space", db=NDB_DB),
                          b"Alice Liddell <sip:a@b>")
+
+    def test_pipeline(self):
+        r = self.sip("OPTIONS", headers={"X-Pipe1": "SET pc:p 10", "X-Pipe2": "INCRBY pc:p 5",
+                                         "X-Pipe3": "GET pc:p"})
+        self.assertEqual(r.status, 200, r.raw)
+        self.assertEqual([r.get("X-P1"), r.get("X-P2"), r.get("X-P3")],
+                         [T_STATUS + ":<null>:OK", T_INTEGER + ":15:<null>", T_STRING + ":15:15"])
 
     def test_register_stores_binding_with_expiry(self):
         r = self.sip("REGISTER", user="bob", headers={

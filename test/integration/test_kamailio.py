@@ -196,10 +196,10 @@ class KamailioBase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.check_install()
-        cls.kam = None
+        cls.kam = cls.backend = None
         cls.workdir = tempfile.mkdtemp(prefix="perfcached-kamailio-")
-        cls.backend = Backend(cls.backend_kind)
         try:
+            cls.backend = Backend(cls.backend_kind)
             cls.prepare_backend()
             cls.start_kamailio()
         except BaseException:
@@ -235,8 +235,8 @@ class KamailioBase(unittest.TestCase):
             try:
                 sip_request(cls.sip_port, "OPTIONS", "ping", {}, timeout=0.3)
                 return
-            except socket.timeout:
-                pass
+            except OSError:  # socket.timeout included
+                time.sleep(0.05)
         raise RuntimeError("kamailio did not start:\n" + cls.kam.read_log()[-4000:])
 
     @classmethod

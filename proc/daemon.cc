@@ -312,6 +312,9 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   }
   auto* pt = reinterpret_cast<ProcTable*>(a->At(pto));
   pt->started_ms.store(WallMs());
+  if (getrandom(pt->replid, sizeof pt->replid, 0) != sizeof pt->replid) {
+    for (size_t i = 0; i < sizeof pt->replid; ++i) pt->replid[i] = static_cast<uint8_t>(seed >> (i % 8 * 8));
+  }
   pt->live_timeout.store(cfg.timeout);
   pt->live_loglevel.store(static_cast<int32_t>(lvl));
   pt->live_proto_max_bulk.store(cfg.proto_max_bulk_len);

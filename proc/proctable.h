@@ -45,7 +45,8 @@ inline constexpr uint32_t kMaxProcEntries = 256;
 
 struct ProcTable {
   uint32_t count;                  // entries in use
-  uint32_t pad[15];
+  uint32_t pad[10];
+  uint8_t replid[20];              // random per supervisor start (INFO replication master_replid)
   std::atomic<int64_t> started_ms; // supervisor start
   // Live settings (CONFIG SET): written by any process, applied by each
   // worker on its next tick.

@@ -47,7 +47,10 @@ rc=$?
 grep -E "^(Ran|OK|FAILED)" "$log/integ"
 n=$(grep -oE '^Ran [0-9]+' "$log/integ" | grep -oE '[0-9]+')
 f=0
-for x in $(grep -oE '(failures|errors)=[0-9]+' "$log/integ" | grep -oE '[0-9]+'); do f=$((f + x)); done
+# "(failures=2, errors=1, expected failures=1, unexpected successes=1)": an
+# expected failure is no failure; an unexpected success is one.
+for x in $(grep -oE '(\(|, )(failures|errors|unexpected successes)=[0-9]+' "$log/integ" |
+           grep -oE '[0-9]+'); do f=$((f + x)); done
 n=${n:-0}
 if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 [ "$f" -gt 0 ] && grep -B5 -A30 "^FAIL:\|^ERROR:" "$log/integ" | head -150

@@ -13,7 +13,12 @@ PKGS=(
   redis-tools redis-server python3 python3-redis python3-prometheus-client sqlite3
   clang libclang-rt-14-dev
   procps iproute2
+  kamailio kamailio-redis-modules rtpengine-daemon
 )
+# Packages whose maintainer scripts start a system service on install. The
+# tests start their own (foreground, loopback, temp dirs) and must never
+# depend on, or collide with, a system one.
+SERVICES=(redis-server kamailio rtpengine-daemon)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -34,16 +39,28 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts redis-server as a service on install; it would hold port
-# 6379 (perfcached's default). Tests and benchmarks start their own, so
-# stop and disable the one we just installed (never one that was there).
-if printf '%s\n' "${missing[@]}" | grep -qx redis-server; then
-  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-    $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
-  else
-    $SUDO service redis-server stop >/dev/null 2>&1 || true
-    $SUDO update-rc.d redis-server disable >/dev/null 2>&1 || true
-  fi
+# policy-rc.d answering 101 keeps invoke-rc.d (sysvinit and systemd alike)
+# from starting services while the packages install; ours goes away after.
+policy=/usr/sbin/policy-rc.d
+own_policy=""
+if [ ! -e "$policy" ]; then
+  trap '[ -z "$own_policy" ] || $SUDO rm -f "$policy"' EXIT
+  own_policy=1
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
 fi
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ -n "$own_policy" ]; then $SUDO rm -f "$policy"; own_policy=""; fi
+# Belt and braces: stop and disable any of those services we just installed
+# (never one that was there before), with or without systemd. redis-server
+# would hold 6379 (perfcached's default), kamailio 5060, rtpengine its ng port.
+for svc in "${SERVICES[@]}"; do
+  printf '%s\n' "${missing[@]}" | grep -qx "$svc" || continue
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  else
+    $SUDO service "$svc" stop >/dev/null 2>&1 || true
+    $SUDO update-rc.d "$svc" disable >/dev/null 2>&1 || true
+  fi
+done
 echo "install-deps: done"

@@ -1,4 +1,4 @@
-// perfcached — RESP connection and server commands (PING AUTH SELECT HELLO INFO ...).
+// perfcached — RESP connection and server commands (PING AUTH SELECT HELLO INFO ROLE ...).
 // Copyright (c) 2026 the perfcached authors.
 #include <sys/time.h>
 #include <sys/utsname.h>
@@ -306,6 +306,32 @@ std::string Human(uint64_t b) {
   return buf;
 }
 
+// A standalone Redis 7 master with no replicas and no backlog: the fields
+// and values redis-server prints (rtpengine refuses a server without
+// role:master). master_replid is random per daemon start (ProcTable).
+std::string ReplicationSection(const Env& e) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (uint8_t b : e.procs->replid) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+         "master_failover_state:no-failover\r\nmaster_replid:" + id +
+         "\r\nmaster_replid2:" + std::string(40, '0') +
+         "\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0"
+         "\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0"
+         "\r\nrepl_backlog_histlen:0\r\n\r\n";
+}
+
+// ROLE on a master without replicas: *3 master, offset 0, no replicas.
+void CmdRole(CmdCtx& c) {
+  c.r.Array(3);
+  c.r.Bulk("master");
+  c.r.Int(0);
+  c.r.Array(0);
+}
+
 void CmdInfo(CmdCtx& c) {
   std::string want = c.argc() > 1 ? std::string(c.arg(1)) : "default";
   for (char& ch : want) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -363,6 +389,7 @@ void CmdInfo(CmdCtx& c) {
          "\r\nexpired_keys:" + std::to_string(expired) + "\r\nevicted_keys:0\r\nkeyspace_hits:" +
          std::to_string(hits) + "\r\nkeyspace_misses:" + std::to_string(misses) + "\r\n\r\n";
   }
+  if (on("replication")) o += ReplicationSection(e);
   if (on("keyspace")) {
     o += "# Keyspace\r\n";
     for (size_t db = 0; db < e.db_names.size(); ++db) {
@@ -610,6 +637,7 @@ constexpr CommandSpec kServerCommands[] = {
     {"client", -2, 0, &CmdClient, 0, 0, 0, "connection", kClientSubs},
     {"config", -2, 0, &CmdConfig, 0, 0, 0, "server", kConfigSubs},
     {"time", 1, kFast, &CmdTime},
+    {"role", 1, kFast, &CmdRole},
 };
 
 }  // namespace

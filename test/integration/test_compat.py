@@ -177,6 +177,55 @@ class Compat(unittest.TestCase):
                     c.close()
                 self.assertEqual(out[0], out[1])
 
+    def info_fields(self, port, section):
+        c = RawClient(port)
+        try:
+            raw = c.call("INFO", section) if section else c.call("INFO")
+        finally:
+            c.close()
+        self.assertTrue(raw.startswith(b"$"), raw[:40])
+        body = raw.split(b"\r\n", 1)[1].decode()
+        out, cur = {}, None
+        for line in body.split("\r\n"):
+            if line.startswith("# "):
+                cur = line[2:]
+            elif ":" in line and cur == "Replication":
+                k, v = line.split(":", 1)
+                out[k] = v
+        return out
+
+    def test_info_replication_and_role_like_redis(self):
+        # rtpengine refuses a Redis whose INFO has no role:master; clients
+        # read these fields by name, so names, order and the fixed values
+        # of a standalone master must match redis-server's.
+        import re
+        for section in ("replication", None, "all", "everything"):
+            with self.subTest(section=section):
+                want = self.info_fields(self.redis.port, section)
+                got = self.info_fields(self.perf.port, section)
+                self.assertEqual(list(want), list(got))
+                for k in want:
+                    if k != "master_replid":
+                        self.assertEqual(want[k], got[k], k)
+                self.assertRegex(got["master_replid"], re.compile(r"^[0-9a-f]{40}$"))
+                self.assertEqual(got["role"], "master")
+        # one id per start, the same from every worker; a new start, a new id
+        other = Daemon(workers=2)
+        try:
+            ids = {self.info_fields(other.port, "replication")["master_replid"] for _ in range(8)}
+        finally:
+            other.stop()
+        self.assertEqual(len(ids), 1, ids)
+        self.assertNotEqual(ids.pop(), self.info_fields(self.perf.port, "replication")["master_replid"])
+        r, p = RawClient(self.redis.port), RawClient(self.perf.port)
+        try:
+            self.assertEqual(r.call("ROLE"), p.call("ROLE"))
+            self.assertEqual(p.call("ROLE"), b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n")
+            self.assertEqual(r.call("ROLE", "x"), p.call("ROLE", "x"))
+        finally:
+            r.close()
+            p.close()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -155,6 +155,80 @@ void FreeValue(Ctx& c, Off rec) {
   c.alloc.Free(rec);
 }
 
+bool IsTreeValue(uint8_t type, std::string_view value) {
+  Off root;
+  uint64_t count;
+  return (type == kTypeHash || type == kTypeSet) && TreeRoot(value, &root, &count);
+}
+
+void FreeTreeValue(Ctx& c, std::string_view value) {
+  Off root;
+  uint64_t count;
+  if (TreeRoot(value, &root, &count)) FreeTree(c, root);
+}
+
+namespace {
+
+// Copy the subtree at n into fresh cells (collected in *made). 0 on a torn
+// read or a failed allocation (*nomem says which).
+Off CloneCell(Ctx& c, Off n, int depth, std::vector<Off>* made, bool* nomem) {
+  const mem::Arena& a = c.arena;
+  size_t bound = mem::CellBound(a, n);
+  if (n == 0 || bound < kEntryHdr || depth > kLeafDepth + 1) return 0;
+  const char* p = a.At(n);
+  uint8_t kind = mem::LoadRelaxed8(p + kOffKind);
+  size_t bytes;
+  std::vector<Off> kids;
+  if (kind == kEntry) {
+    size_t fl = mem::LoadRelaxed32(p + kEntFlen), vl = mem::LoadRelaxed32(p + kEntVlen);
+    if (fl > bound - kEntryHdr || vl > bound - kEntryHdr - fl) return 0;
+    bytes = kEntryHdr + fl + vl;
+  } else if ((kind == kNode || kind == kCollide) && bound >= kNodeHdr) {
+    uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
+    uint32_t nk = kind == kNode ? static_cast<uint32_t>(__builtin_popcount(bm)) : bm;
+    if (nk > (bound - kNodeHdr) / 4) return 0;
+    bytes = kNodeHdr + 4 * size_t{nk};
+    for (uint32_t i = 0; i < nk; ++i) {
+      Off k = CloneCell(c, mem::LoadRelaxed32(p + kNodeHdr + 4 * i), depth + 1, made, nomem);
+      if (k == 0) return 0;
+      kids.push_back(k);
+    }
+  } else {
+    return 0;
+  }
+  Off out;
+  if (c.alloc.Alloc(bytes, &out) != Status::kOk) {
+    *nomem = true;
+    return 0;
+  }
+  made->push_back(out);
+  char* q = c.arena.At(out);
+  // Bytes 1.. of the cell (byte 0 is the new cell's class).
+  std::string tmp((kind == kEntry ? bytes : kNodeHdr) - 1, '\0');
+  mem::AtomicCopyOut(tmp.data(), p + 1, tmp.size());
+  mem::AtomicCopyIn(q + 1, tmp.data(), tmp.size());
+  for (size_t i = 0; i < kids.size(); ++i) mem::StoreRelaxed32(q + kNodeHdr + 4 * i, kids[i]);
+  return out;
+}
+
+}  // namespace
+
+Status CloneTreeValue(Ctx& c, std::string_view value, std::string* out) {
+  Off root;
+  uint64_t count;
+  if (!TreeRoot(value, &root, &count)) return Status::kInvalid;
+  std::vector<Off> made;
+  bool nomem = false;
+  Off copy = CloneCell(c, root, 0, &made, &nomem);
+  if (copy == 0) {
+    for (Off o : made) c.alloc.Free(o);
+    return nomem ? Status::kNoMem : Status::kVersion;
+  }
+  out->assign(value);
+  std::memcpy(out->data() + 4, &copy, 4);
+  return Status::kOk;
+}
+
 const char* EncodingName(uint8_t type, std::string_view value) {
   if (value.empty()) return "unknown";
   switch (static_cast<DictEnc>(value[0])) {

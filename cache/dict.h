@@ -56,7 +56,7 @@ enum class DictEnc : uint8_t { kNone = 0, kPack = 1, kIntset = 2, kTree = 3 };
 // Encoding thresholds (Redis's config names), shared by every process: they
 // live in the catalog (zero = the default).
 struct DictLimits {
-  uint32_t hash_pack_entries = 128;  // hash-max-listpack-entries
+  uint32_t hash_pack_entries = 512;  // hash-max-listpack-entries
   uint32_t hash_pack_value = 64;     // hash-max-listpack-value
   uint32_t set_intset_entries = 512; // set-max-intset-entries
   uint32_t set_pack_entries = 128;   // set-max-listpack-entries
@@ -174,6 +174,16 @@ class Dict {
   std::unordered_set<Off> fresh_;  // cells this Dict allocated (private)
   std::vector<Off> retired_;       // shared cells made unreachable
 };
+
+// Copies of aggregate keys (RENAME across tables, COPY, MOVE: key_ops.cc).
+// A tree-encoded value names shared cells, so a second key needs its own.
+bool IsTreeValue(uint8_t type, std::string_view value);
+// Deep copy of a tree value into private cells: kOk and *out = the new
+// 16-byte value; kVersion when a read was torn (the source key changed:
+// read it again); kNoMem. The caller validates the source's version after.
+[[nodiscard]] Status CloneTreeValue(Ctx& c, std::string_view value, std::string* out);
+// Free a private tree value (a clone whose store failed).
+void FreeTreeValue(Ctx& c, std::string_view value);
 
 // Run one Dict Op until it is not beaten by another writer (kVersion).
 inline constexpr int kDictRetries = 100000;

@@ -4,7 +4,9 @@
 
 #include <random>
 
+#include "cache/dict.h"
 #include "cache/internal.h"
+#include "cache/number.h"
 #include "cache/scan.h"
 
 namespace cache {
@@ -73,6 +75,24 @@ const char* KeyType(Ctx& c, const TableRef& t, std::string_view key) {
   return Probe(c, t, key, &ri) == Status::kOk ? TypeName(ri.type) : "none";
 }
 
+Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key, std::string* name) {
+  ReadInfo ri;
+  std::string v;
+  Status s = GetString(c, t, key, &v, &ri);
+  if (s != Status::kOk) return s;
+  if (ri.type == kTypeHash || ri.type == kTypeSet) {
+    *name = EncodingName(ri.type, v);
+    return Status::kOk;
+  }
+  int64_t n;
+  if (ri.type == kTypeInt || (v.size() <= 20 && ParseInt64(v, &n))) {
+    *name = "int";
+  } else {
+    *name = v.size() <= 44 ? "embstr" : "raw";
+  }
+  return Status::kOk;
+}
+
 Status Expire(Ctx& c, const TableRef& t, std::string_view key, int64_t abs_ms, ExpireCond cond,
               bool* changed) {
   if (abs_ms <= 0) abs_ms = 1;  // at or before the epoch: already expired (0 means "never")
@@ -114,11 +134,27 @@ Status MoveKey(Ctx& c, const TableRef& st, const TableRef& dt, std::string_view 
       *done = mode == MoveMode::kRename;  // RENAME k k: OK; RENAMENX / COPY: 0
       return Status::kOk;
     }
+    // A trie-encoded hash / set: the new key gets its own copy of the
+    // cells, read while the source keeps the version we read it at.
+    bool tree = IsTreeValue(ri.type, v);
+    if (tree) {
+      std::string clone;
+      s = CloneTreeValue(c, v, &clone);
+      if (s == Status::kVersion) continue;
+      if (s != Status::kOk) return s;
+      ReadInfo now;
+      if (Probe(c, st, src, &now) != Status::kOk || now.version != ri.version) {
+        FreeTreeValue(c, clone);
+        continue;
+      }
+      v.swap(clone);
+    }
     StoreOpts so;
     so.expire_ms = ri.expire_ms;
     so.type = ri.type == kTypeInt ? static_cast<uint8_t>(kTypeString) : ri.type;
     if (mode == MoveMode::kRenameNx || (mode == MoveMode::kCopy && !replace)) so.cond = Cond::kNx;
     s = Set(c, dt, dst, v, so);
+    if (s != Status::kOk && tree) FreeTreeValue(c, v);
     if (s == Status::kExists) return Status::kOk;  // *done false
     if (s != Status::kOk) return s;
     if (mode == MoveMode::kCopy) {

@@ -34,6 +34,11 @@ int TypeFromName(std::string_view name);
                                    std::span<const std::string_view> keys, int64_t* n);
 // TYPE: the type name ("none" when absent).
 const char* KeyType(Ctx& c, const TableRef& t, std::string_view key);
+// OBJECT ENCODING as Redis names it: strings "int" / "embstr" (<= 44
+// bytes) / "raw"; hashes "listpack" / "hashtable"; sets "intset" /
+// "listpack" / "hashtable". kNotFound when absent.
+[[nodiscard]] Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key,
+                                    std::string* name);
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with an absolute time: an
 // expiry at or before 0 is "already expired" (deletes). *changed = applied.
 [[nodiscard]] Status Expire(Ctx& c, const TableRef& t, std::string_view key, int64_t abs_ms,

@@ -30,7 +30,9 @@ Status IncrBy(Ctx& c, const TableRef& t, std::string_view key, int64_t delta, in
       if (st == Status::kOk) *result = delta;
       return st;
     }
-    if (st == Status::kBufferTooSmall) return Status::kNotInteger;
+    if (st == Status::kBufferTooSmall) {  // too long for a number, or not a string at all
+      return ri.type == kTypeString ? Status::kNotInteger : Status::kWrongType;
+    }
     if (st != Status::kOk) return st;
     if (ri.type == kTypeInt) {
       // Native counter: add under the bucket lock, no parse/format inside.

@@ -104,6 +104,8 @@ void RegisterStringFamily(Env& e);
 void RegisterKeysFamily(Env& e);
 void RegisterServerFamily(Env& e);
 void RegisterPubSubFamily(Env& e);
+void RegisterHashFamily(Env& e);
+void RegisterSetFamily(Env& e);
 // A connection leaves subscribed mode (or closes while in it).
 void PubSubLeave(Env& e, net::Conn& c);
 // Deliver one event datagram (JSON-RPC notification) to this worker's subscribers.

@@ -41,6 +41,51 @@ void CmdType(CmdCtx& c) {
   c.r.Simple(cache::KeyType(*c.env.ctx, t, c.arg(1)));
 }
 
+// OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ | HELP.
+void CmdObject(CmdCtx& c) {
+  std::string_view sub = c.arg(1);
+  if (EqNoCase(sub, "HELP") && c.argc() == 2) {
+    static constexpr const char* kHelp[] = {
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>", "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>", "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>", "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP", "    Print this help."};
+    c.r.Array(std::size(kHelp));
+    for (const char* l : kHelp) c.r.Simple(l);
+    return;
+  }
+  bool known = EqNoCase(sub, "ENCODING") || EqNoCase(sub, "REFCOUNT") ||
+               EqNoCase(sub, "IDLETIME") || EqNoCase(sub, "FREQ");
+  if (!known || c.argc() != 3) {
+    if (known || EqNoCase(sub, "HELP")) {
+      std::string n(sub);
+      for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      c.r.Error("ERR wrong number of arguments for 'object|" + n + "' command");
+    } else {
+      c.r.Error("ERR unknown subcommand '" + std::string(sub) + "'. Try OBJECT HELP.");
+    }
+    return;
+  }
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  std::string enc;
+  Status s = cache::ObjectEncoding(*c.env.ctx, t, c.arg(2), &enc);
+  if (s == Status::kNotFound) return c.r.Null();
+  if (s != Status::kOk) return ReplyStatus(c, s);
+  if (EqNoCase(sub, "ENCODING")) return c.r.Bulk(enc);
+  if (EqNoCase(sub, "REFCOUNT")) return c.r.Int(1);
+  if (EqNoCase(sub, "IDLETIME")) return c.r.Int(0);  // access times are not tracked
+  c.r.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
+            "Please note that when switching between policies at runtime LRU and LFU data "
+            "will take some time to adjust.");
+}
+
 // EXPIRE family: unit_ms = 1000 for seconds; relative = basetime now.
 void ExpireGeneric(CmdCtx& c, long long unit_ms, bool relative) {
   long long when;
@@ -313,11 +358,15 @@ void CmdRandomKey(CmdCtx& c) {
   }
 }
 
+constexpr const char* kObjectSubs[] = {"object|encoding", "object|refcount", "object|idletime",
+                                       "object|freq", "object|help", nullptr};
+
 constexpr CommandSpec kKeysCommands[] = {
     {"del", -2, kWrite, &CmdDel, 1, -1, 1},
     {"unlink", -2, kWrite | kFast, &CmdDel, 1, -1, 1},
     {"exists", -2, kRead | kFast, &CmdExists, 1, -1, 1},
     {"type", 2, kRead | kFast, &CmdType, 1, 1, 1},
+    {"object", -2, 0, &CmdObject, 0, 0, 0, "generic", kObjectSubs},
     {"expire", -3, kWrite | kFast, &CmdExpire, 1, 1, 1},
     {"pexpire", -3, kWrite | kFast, &CmdPExpire, 1, 1, 1},
     {"expireat", -3, kWrite | kFast, &CmdExpireAt, 1, 1, 1},

@@ -171,6 +171,7 @@ constexpr StatExport kStats[] = {{20, &CollectDoorStats, &ResetDoorStat, &ResetD
 constexpr RespFamily kFamilies[] = {
     {&RegisterStringFamily, "string"}, {&RegisterKeysFamily, "generic"},
     {&RegisterServerFamily, "server"}, {&RegisterPubSubFamily, "pubsub"},
+    {&RegisterHashFamily, "hash"},     {&RegisterSetFamily, "set"},
 };
 
 }  // namespace

@@ -275,13 +275,17 @@ void CmdDecrBy(CmdCtx& c) {
 }
 
 void CmdIncrByFloat(CmdCtx& c) {
-  long double incr;
-  if (!cache::ParseLongDouble(c.arg(2), &incr)) {
-    ReplyStatus(c, Status::kNotFloat);
-    return;
-  }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
+  long double incr;
+  if (!cache::ParseLongDouble(c.arg(2), &incr)) {
+    // Redis looks at the key's type before it parses the increment.
+    cache::ReadInfo ri;
+    bool other = cache::Probe(*c.env.ctx, t, c.arg(1), &ri) == Status::kOk &&
+                 ri.type != cache::kTypeString && ri.type != cache::kTypeInt;
+    ReplyStatus(c, other ? Status::kWrongType : Status::kNotFloat);
+    return;
+  }
   std::string nv;
   Status st = cache::IncrByFloat(*c.env.ctx, t, c.arg(1), incr, &nv);
   ReplyValue(c, st, nv);

@@ -277,7 +277,7 @@ INFO_EXTRA = {b"perfcached_version", b"worker_pid", b"arena_committed", b"arena_
               # Redis 7.2's (Debian's redis-server is 7.0):
               b"client_query_buffer_limit_disconnections",
               b"client_output_buffer_limit_disconnections"}
-INFO_SECTIONS = {b"server", b"clients", b"memory", b"stats", b"keyspace"}  # what perfcached has
+INFO_SECTIONS = {b"server", b"clients", b"memory", b"stats", b"replication", b"keyspace"}  # what perfcached has
 
 
 def info(args, r, p, rs, ps):

@@ -99,9 +99,9 @@ TEST(HashOps, WrongTypeBothWays) {
 }
 
 TEST(HashOps, EncodingFollowsTheThresholds) {
-  for (int i = 0; i < 128; ++i) CHECK(Put1(c(), t, "h", "f" + std::to_string(i), "v") == Status::kOk);
+  for (int i = 0; i < 512; ++i) CHECK(Put1(c(), t, "h", "f" + std::to_string(i), "v") == Status::kOk);
   STRCMP_EQUAL("listpack", Enc(c(), t, "h").c_str());
-  CHECK(Put1(c(), t, "h", "f128", "v") == Status::kOk);
+  CHECK(Put1(c(), t, "h", "f512", "v") == Status::kOk);
   STRCMP_EQUAL("hashtable", Enc(c(), t, "h").c_str());
   CHECK(Put1(c(), t, "h2", "f", std::string(64, 'x')) == Status::kOk);
   STRCMP_EQUAL("listpack", Enc(c(), t, "h2").c_str());
@@ -257,7 +257,7 @@ TEST(HashOps, BinarySafeFieldsAndAMegabyteValue) {
 }
 
 TEST(HashOps, TheAuditFindsABrokenTrie) {
-  for (int i = 0; i < 500; ++i) CHECK(Put1(c(), t, "h", std::to_string(i), "v") == Status::kOk);
+  for (int i = 0; i < 600; ++i) CHECK(Put1(c(), t, "h", std::to_string(i), "v") == Status::kOk);
   Clean();
   // Corrupt the root node's count through the record value.
   std::string v;

@@ -69,25 +69,44 @@ void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const c
 
 // ---- limits ------------------------------------------------------------------
 
+namespace {
+void ToWords(const DictLimits& l, uint32_t w[8]) {
+  w[0] = l.hash_pack_entries;
+  w[1] = l.hash_pack_value;
+  w[2] = l.set_intset_entries;
+  w[3] = l.set_pack_entries;
+  w[4] = l.set_pack_value;
+  w[5] = static_cast<uint32_t>(l.list_pack_size);
+  w[6] = l.zset_pack_entries;
+  w[7] = l.zset_pack_value;
+}
+}  // namespace
+
+void InitDictLimits(Catalog* cat) {
+  uint32_t w[8];
+  ToWords(DictLimits{}, w);
+  for (int i = 0; i < 8; ++i) cat->dict_limits[i].store(w[i], std::memory_order_relaxed);
+}
+
 DictLimits GetDictLimits(const Ctx& c) {
+  uint32_t w[8];
+  for (int i = 0; i < 8; ++i) w[i] = c.catalog->dict_limits[i].load(std::memory_order_relaxed);
   DictLimits d;
-  uint32_t* f[8] = {&d.hash_pack_entries, &d.hash_pack_value, &d.set_intset_entries,
-                    &d.set_pack_entries,  &d.set_pack_value,  &d.list_pack_size,
-                    &d.zset_pack_entries, &d.zset_pack_value};
-  for (int i = 0; i < 8; ++i) {
-    uint32_t v = c.catalog->dict_limits[i].load(std::memory_order_relaxed);
-    if (v != 0) *f[i] = v == 0xFFFFFFFFu ? 0 : v;  // 0xFFFFFFFF stores an explicit 0
-  }
+  d.hash_pack_entries = w[0];
+  d.hash_pack_value = w[1];
+  d.set_intset_entries = w[2];
+  d.set_pack_entries = w[3];
+  d.set_pack_value = w[4];
+  d.list_pack_size = static_cast<int32_t>(w[5]);
+  d.zset_pack_entries = w[6];
+  d.zset_pack_value = w[7];
   return d;
 }
 
 void SetDictLimits(Ctx& c, const DictLimits& l) {
-  const uint32_t v[8] = {l.hash_pack_entries, l.hash_pack_value, l.set_intset_entries,
-                         l.set_pack_entries,  l.set_pack_value,  l.list_pack_size,
-                         l.zset_pack_entries, l.zset_pack_value};
-  for (int i = 0; i < 8; ++i) {
-    c.catalog->dict_limits[i].store(v[i] == 0 ? 0xFFFFFFFFu : v[i], std::memory_order_relaxed);
-  }
+  uint32_t w[8];
+  ToWords(l, w);
+  for (int i = 0; i < 8; ++i) c.catalog->dict_limits[i].store(w[i], std::memory_order_relaxed);
 }
 
 void DictBackoff(int attempt) {
@@ -245,6 +264,7 @@ Dict::Dict(Ctx& c, const TableRef& t, std::string_view key, uint8_t type)
     : c_(c), t_(t), key_(key), type_(type) {}
 
 Dict::~Dict() {
+  Unlock();
   if (!committed_) {
     for (Off o : fresh_) c_.alloc.Free(o);
   }
@@ -270,6 +290,39 @@ Status Dict::Load() {
   buf_.resize(ri.vlen);
   version_ = ri.version;
   expire_ms_ = ri.expire_ms;
+  return ParseValue();
+}
+
+Status Dict::LoadLocked() {
+  lim_ = GetDictLimits(c_);
+  TableHeader& h = *t_.h;
+  if (!detail::LockKey(c_, h, detail::HashOf(c_, key_), key_, &klock_)) return Status::kStale;
+  locked_ = true;
+  if (!detail::Live(h, t_)) {
+    Unlock();
+    return Status::kStale;
+  }
+  const mem::Arena& a = c_.arena;
+  if (klock_.rec == 0) return Status::kNotFound;
+  RecView r{a.At(klock_.rec)};
+  int64_t exp = r.expire();
+  if (exp != 0 && exp <= NowMs(c_)) return Status::kNotFound;
+  if (r.type() != type_) return Status::kWrongType;
+  size_t bound = mem::CellBound(a, klock_.rec), voff = ValueOffset(type_, r.klen());
+  if (voff > bound || r.vlen() > bound - voff) return Status::kInvalid;
+  buf_.resize(r.vlen());
+  mem::AtomicCopyOut(buf_.data(), r.value(type_, r.klen()), buf_.size());
+  version_ = r.version();
+  expire_ms_ = exp;
+  return ParseValue();
+}
+
+void Dict::Unlock() {
+  if (locked_) detail::UnlockKey(*t_.h, klock_);
+  locked_ = false;
+}
+
+Status Dict::ParseValue() {
   std::string_view v(buf_);
   if (v.empty()) return Status::kInvalid;
   switch (static_cast<DictEnc>(v[0])) {
@@ -889,6 +942,10 @@ bool Dict::At(uint64_t i, std::string* field, std::string* value) {
 
 Status Dict::Validate() {
   if (PC_CANARY(6)) return Status::kOk;
+  if (locked_) {  // nothing could change under the lock
+    Unlock();
+    return torn_ ? Status::kInvalid : Status::kOk;
+  }
   if (torn_) return Status::kVersion;
   if (enc_ != DictEnc::kTree || version_ == 0) return Status::kOk;
   ReadInfo ri;
@@ -898,6 +955,10 @@ Status Dict::Validate() {
 }
 
 Status Dict::Commit() {
+  if (locked_) {  // a read-only load (LoadLocked) cannot publish: Set takes that lock
+    Unlock();
+    return Status::kInvalid;
+  }
   if (torn_) {
     // A torn read (a stale snapshot: run again) or a failed allocation
     // (kNoMem if the snapshot is still the key's state).

@@ -43,30 +43,19 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "cache/encoding.h"
+#include "cache/internal.h"
 #include "cache/table.h"
 
 namespace cache {
 
 enum class DictEnc : uint8_t { kNone = 0, kPack = 1, kIntset = 2, kTree = 3 };
 
-// Encoding thresholds (Redis's config names), shared by every process: they
-// live in the catalog (zero = the default).
-struct DictLimits {
-  uint32_t hash_pack_entries = 512;  // hash-max-listpack-entries
-  uint32_t hash_pack_value = 64;     // hash-max-listpack-value
-  uint32_t set_intset_entries = 512; // set-max-intset-entries
-  uint32_t set_pack_entries = 128;   // set-max-listpack-entries
-  uint32_t set_pack_value = 64;      // set-max-listpack-value
-  uint32_t list_pack_size = 0;       // list-max-listpack-size (kept for lists)
-  uint32_t zset_pack_entries = 128;  // zset-max-listpack-entries (kept for zsets)
-  uint32_t zset_pack_value = 64;     // zset-max-listpack-value (kept for zsets)
-};
-DictLimits GetDictLimits(const Ctx& c);
-void SetDictLimits(Ctx& c, const DictLimits& l);
 
 // Free a record that this process unlinked, with everything it owns (the
 // cells of a tree-encoded aggregate). The one free path for records.
@@ -90,6 +79,11 @@ class Dict {
   // kOk (the key holds this type), kNotFound (absent: an empty aggregate),
   // kWrongType, kStale.
   [[nodiscard]] Status Load();
+  // For read-only Ops that lost kDictLocked rounds to writers of the key:
+  // load under the key's bucket lock and keep it until Validate (or the
+  // Dict's end), so no writer can swap the value while it is read. The
+  // reader always finishes; writers of the bucket wait for one read.
+  [[nodiscard]] Status LoadLocked();
   // For ops that overwrite the key whatever it holds (SINTERSTORE ...): an
   // empty aggregate that Commit publishes in place of the current value
   // (any type, freed whole), without its TTL.
@@ -162,6 +156,10 @@ class Dict {
   bool committed_ = false;
   bool replace_ = false;
   bool alloc_failed_ = false;
+  bool locked_ = false;
+  detail::KeyLock klock_;
+  Status ParseValue();
+  void Unlock();
   DictLimits lim_;
   // pack / intset: entries as views into buf_ or owned_ (stable storage)
   std::string buf_;
@@ -186,12 +184,21 @@ bool IsTreeValue(uint8_t type, std::string_view value);
 void FreeTreeValue(Ctx& c, std::string_view value);
 
 // Run one Dict Op until it is not beaten by another writer (kVersion).
+// The body may take the attempt number: read-only Ops load with
+// Dict::LoadLocked from attempt kDictLocked on, so a reader of a key that
+// is written non-stop still finishes.
 inline constexpr int kDictRetries = 100000;
+inline constexpr int kDictLocked = 16;
 void DictBackoff(int attempt);
 template <class F>
 Status RunDict(F&& body) {
   for (int i = 0; i < kDictRetries; ++i) {
-    Status s = body();
+    Status s;
+    if constexpr (std::is_invocable_v<F, int>) {
+      s = body(i);
+    } else {
+      s = body();
+    }
     if (s != Status::kVersion) return s;
     DictBackoff(i);
   }

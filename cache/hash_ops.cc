@@ -57,9 +57,9 @@ Status HSetNx(Ctx& c, const TableRef& t, std::string_view key, std::string_view 
 
 Status HGet(Ctx& c, const TableRef& t, std::string_view key, std::string_view field,
             std::string* value) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     Dict d(c, t, key, kTypeHash);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s != Status::kOk) return s;
     bool found = d.Find(field, value);
     s = d.Validate();
@@ -70,10 +70,10 @@ Status HGet(Ctx& c, const TableRef& t, std::string_view key, std::string_view fi
 
 Status HMGet(Ctx& c, const TableRef& t, std::string_view key,
              std::span<const std::string_view> fields, std::vector<std::optional<std::string>>* out) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->assign(fields.size(), std::nullopt);
     Dict d(c, t, key, kTypeHash);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s == Status::kNotFound) return Status::kOk;
     if (s != Status::kOk) return s;
     std::string v;
@@ -85,10 +85,10 @@ Status HMGet(Ctx& c, const TableRef& t, std::string_view key,
 }
 
 Status HGetAll(Ctx& c, const TableRef& t, std::string_view key, HPart part, FieldValues* out) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->clear();
     Dict d(c, t, key, kTypeHash);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s == Status::kNotFound) return Status::kOk;
     if (s != Status::kOk) return s;
     out->reserve(d.size());
@@ -194,11 +194,11 @@ Status HIncrByFloat(Ctx& c, const TableRef& t, std::string_view key, std::string
 
 Status HScan(Ctx& c, const TableRef& t, std::string_view key, uint64_t cursor, uint64_t count,
              std::string_view glob, FieldValues* out, uint64_t* next) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->clear();
     *next = 0;
     Dict d(c, t, key, kTypeHash);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s == Status::kNotFound) return Status::kOk;
     if (s != Status::kOk) return s;
     d.Scan(cursor, count,
@@ -246,10 +246,10 @@ std::vector<uint64_t> RandomIndices(uint64_t n, int64_t count) {
 
 Status HRandField(Ctx& c, const TableRef& t, std::string_view key, int64_t count,
                   FieldValues* out) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->clear();
     Dict d(c, t, key, kTypeHash);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s != Status::kOk) return s;
     std::string f, v;
     for (uint64_t i : RandomIndices(d.size(), count)) {

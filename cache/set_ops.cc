@@ -45,10 +45,10 @@ namespace {
 
 // Read every member of a set into out (absent = empty).
 Status ReadAll(Ctx& c, const TableRef& t, std::string_view key, std::vector<std::string>* out) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->clear();
     Dict d(c, t, key, kTypeSet);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s != Status::kOk) return s;  // kNotFound: absent (empty)
     out->reserve(d.size());
     d.ForEach([&](std::string_view m, std::string_view) {
@@ -68,10 +68,10 @@ Status SMembers(Ctx& c, const TableRef& t, std::string_view key, std::vector<std
 
 Status SMIsMember(Ctx& c, const TableRef& t, std::string_view key,
                   std::span<const std::string_view> members, std::vector<bool>* in) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     in->assign(members.size(), false);
     Dict d(c, t, key, kTypeSet);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s == Status::kNotFound) return Status::kOk;
     if (s != Status::kOk) return s;
     for (size_t i = 0; i < members.size(); ++i) (*in)[i] = d.Find(members[i]);
@@ -133,10 +133,10 @@ Status SPop(Ctx& c, const TableRef& t, std::string_view key, uint64_t count,
 
 Status SRandMember(Ctx& c, const TableRef& t, std::string_view key, int64_t count,
                    std::vector<std::string>* out) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->clear();
     Dict d(c, t, key, kTypeSet);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s != Status::kOk) return s;
     uint64_t n = d.size();
     std::vector<uint64_t> idx;
@@ -276,11 +276,11 @@ Status SCombineStore(Ctx& c, const TableRef& t, SetAlgebra op, std::string_view 
 
 Status SScan(Ctx& c, const TableRef& t, std::string_view key, uint64_t cursor, uint64_t count,
              std::string_view glob, std::vector<std::string>* out, uint64_t* next) {
-  return RunDict([&] {
+  return RunDict([&](int attempt) {
     out->clear();
     *next = 0;
     Dict d(c, t, key, kTypeSet);
-    Status s = d.Load();
+    Status s = attempt >= kDictLocked ? d.LoadLocked() : d.Load();
     if (s == Status::kNotFound) return Status::kOk;
     if (s != Status::kOk) return s;
     d.Scan(cursor, count,

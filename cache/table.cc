@@ -174,6 +174,7 @@ Status InitCatalog(mem::Arena& a, uint64_t seed) {
   if (off == 0) return Status::kNoMem;
   auto* cat = reinterpret_cast<Catalog*>(a.At(off));
   cat->seed = seed;
+  InitDictLimits(cat);
   cat->magic = kCatalogMagic;
   r->catalog = off;
   r->magic = kCatalogMagic;

@@ -14,11 +14,13 @@
 //   cache/key_ops.h     the generic key commands as Ops (RENAME, COPY, TTL, ...)
 //   cache/hash_ops.h    the hash commands as Ops (HSET ... HRANDFIELD)
 //   cache/set_ops.h     the set commands as Ops (SADD ... SSCAN)
+//   cache/encoding.h    encoding thresholds (hash-max-listpack-entries ...)
 // (cache/dict.h, the aggregate engine under hash_ops / set_ops, is internal.)
 // The engine's internals (namespace detail) are in cache/internal.h, which
 // only cache/ itself and the engine's tests include.
 
 #include "cache/catalog.h"
+#include "cache/encoding.h"
 #include "cache/hash_ops.h"
 #include "cache/key_ops.h"
 #include "cache/maint.h"

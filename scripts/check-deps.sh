@@ -38,18 +38,19 @@ if grep -rnE '^#include <(sys/socket\.h|netinet/|arpa/|event2/|sys/un\.h)' mem c
 fi
 # cache/'s internals (cache/internal.h, namespace cache::detail) are for
 # cache/ itself and the engine's own tests: a door or a process uses the
-# public headers behind cache/table.h. Nor may a public cache/ header pull
+# public headers behind cache/table.h (cache/dict.h, the aggregate engine
+# under hash_ops / set_ops, is internal too). Nor may a public cache/ header pull
 # the internals in.
 doors="modules proc net mi db cluster daemon"
 for dir in $doors; do
   [ -d "$dir" ] || continue
-  if grep -rnE --include='*.h' --include='*.cc' '#include "cache/internal\.h"|cache::detail|namespace detail *= *cache' "$dir"; then
+  if grep -rnE --include='*.h' --include='*.cc' '#include "cache/(internal|dict)\.h"|cache::detail|namespace detail *= *cache' "$dir"; then
     echo "check-deps: $dir/ uses cache internals (cache/internal.h, cache::detail); use the public cache/ headers"
     bad=1
   fi
 done
 for pub in cache/table.h cache/catalog.h cache/ops.h cache/scan.h cache/maint.h cache/number.h \
-           cache/string_ops.h cache/key_ops.h; do
+           cache/string_ops.h cache/key_ops.h cache/hash_ops.h cache/set_ops.h cache/encoding.h; do
   [ -f "$pub" ] || continue
   if grep -n '#include "cache/internal\.h"' "$pub"; then
     echo "check-deps: public header $pub includes cache/internal.h"; bad=1

@@ -9,6 +9,7 @@
 
 #include "cache/glob.h"
 #include "mem/arena.h"
+#include "cache/encoding.h"
 #include "modules/resp/command.h"
 #include "proc/secret.h"
 #include "proc/log.h"
@@ -474,7 +475,60 @@ constexpr LiveParam kConfigParams[] = {
     {"maxmemory", false},    {"maxmemory-policy", false}, {"proto-max-bulk-len", true},
     {"client-query-buffer-limit", true}, {"client-output-buffer-limit", true},
     {"save", false},         {"appendonly", false},
+    {"hash-max-listpack-entries", true}, {"hash-max-ziplist-entries", true},
+    {"hash-max-listpack-value", true},   {"hash-max-ziplist-value", true},
+    {"set-max-intset-entries", true},    {"set-max-listpack-entries", true},
+    {"set-max-listpack-value", true},    {"list-max-listpack-size", true},
+    {"list-max-ziplist-size", true},     {"zset-max-listpack-entries", true},
+    {"zset-max-ziplist-entries", true},  {"zset-max-listpack-value", true},
+    {"zset-max-ziplist-value", true},
 };
+
+// The encoding thresholds of aggregates (cache/dict.h DictLimits, shared by
+// every process through the catalog). Redis's names and their ziplist
+// aliases; -1 = not one of them.
+int LimitField(std::string_view name) {
+  static constexpr std::pair<const char*, int> kNames[] = {
+      {"hash-max-listpack-entries", 0}, {"hash-max-ziplist-entries", 0},
+      {"hash-max-listpack-value", 1},   {"hash-max-ziplist-value", 1},
+      {"set-max-intset-entries", 2},    {"set-max-listpack-entries", 3},
+      {"set-max-listpack-value", 4},    {"list-max-listpack-size", 5},
+      {"list-max-ziplist-size", 5},     {"zset-max-listpack-entries", 6},
+      {"zset-max-ziplist-entries", 6},  {"zset-max-listpack-value", 7},
+      {"zset-max-ziplist-value", 7}};
+  for (const auto& [n, f] : kNames) {
+    if (EqNoCase(name, n)) return f;
+  }
+  return -1;
+}
+
+long long* LimitRef(cache::DictLimits& l, int f, long long* tmp) {
+  switch (f) {
+    case 0: *tmp = l.hash_pack_entries; break;
+    case 1: *tmp = l.hash_pack_value; break;
+    case 2: *tmp = l.set_intset_entries; break;
+    case 3: *tmp = l.set_pack_entries; break;
+    case 4: *tmp = l.set_pack_value; break;
+    case 5: *tmp = l.list_pack_size; break;
+    case 6: *tmp = l.zset_pack_entries; break;
+    default: *tmp = l.zset_pack_value; break;
+  }
+  return tmp;
+}
+
+void StoreLimit(cache::DictLimits& l, int f, long long v) {
+  uint32_t u = v > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(v < 0 ? 0 : v);
+  switch (f) {
+    case 0: l.hash_pack_entries = u; break;
+    case 1: l.hash_pack_value = u; break;
+    case 2: l.set_intset_entries = u; break;
+    case 3: l.set_pack_entries = u; break;
+    case 4: l.set_pack_value = u; break;
+    case 5: l.list_pack_size = static_cast<int32_t>(v); break;
+    case 6: l.zset_pack_entries = u; break;
+    default: l.zset_pack_value = u; break;
+  }
+}
 
 std::string ConfigValue(const Env& e, std::string_view name) {
   if (name == "timeout") return std::to_string(e.procs->live_timeout.load());
@@ -500,6 +554,11 @@ std::string ConfigValue(const Env& e, std::string_view name) {
   }
   if (name == "save") return "";
   if (name == "appendonly") return "no";
+  if (int f = LimitField(name); f >= 0) {
+    cache::DictLimits l = cache::GetDictLimits(*e.ctx);
+    long long v;
+    return std::to_string(*LimitRef(l, f, &v));
+  }
   return "";
 }
 
@@ -581,6 +640,23 @@ void CmdConfig(CmdCtx& c) {
           c.env.procs->live_output[cl][1].store(ol[cl]->soft);
           c.env.procs->live_output[cl][2].store(ol[cl]->soft_s);
         }
+      } else if (int f = LimitField(k); f >= 0) {
+        long long x;
+        if (!ParseLL(v, &x)) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                    "') - argument couldn't be parsed into an integer");
+          return;
+        }
+        bool list = f == 5;
+        if ((list && (x < INT32_MIN || x > INT32_MAX)) || (!list && x < 0)) {
+          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                    (list ? "') - argument must be between -2147483648 and 2147483647 inclusive"
+                          : "') - argument must be between 0 and 9223372036854775807 inclusive"));
+          return;
+        }
+        cache::DictLimits l = cache::GetDictLimits(*c.env.ctx);
+        StoreLimit(l, f, x);
+        cache::SetDictLimits(*c.env.ctx, l);
       } else {
         bool known = false;
         for (const auto& p : kConfigParams) known |= EqNoCase(k, p.name);

@@ -301,6 +301,34 @@ TEST(HashOps, AReaderWhoseSnapshotWasReplacedIsToldSo) {
   CHECK(d.Validate() == Status::kVersion);
 }
 
+// The readers' last resort: load under the key's lock (a writer storm on
+// the key cannot starve them); the lock goes with Validate.
+TEST(HashOps, ALockedLoadReadsAndLetsGo) {
+  for (int i = 0; i < 1000; ++i) CHECK(Put1(c(), t, "h", std::to_string(i), "v" + std::to_string(i)) == Status::kOk);
+  CHECK(Set(c(), t, "s", "text") == Status::kOk);
+  {
+    Dict d(c(), t, "h", kTypeHash);
+    CHECK(d.LoadLocked() == Status::kOk);
+    std::string v;
+    CHECK(d.Find("77", &v));
+    STRCMP_EQUAL("v77", v.c_str());
+    CHECK_EQUAL(1000u, d.size());
+    CHECK(d.Validate() == Status::kOk);
+  }
+  {
+    Dict d(c(), t, "s", kTypeHash);
+    CHECK(d.LoadLocked() == Status::kWrongType);
+  }
+  {
+    Dict d(c(), t, "nokey", kTypeHash);
+    CHECK(d.LoadLocked() == Status::kNotFound);
+  }
+  CHECK(Put1(c(), t, "h", "77", "new") == Status::kOk);  // no lock left behind
+  std::string v;
+  CHECK(HGet(c(), t, "h", "77", &v) == Status::kOk);
+  STRCMP_EQUAL("new", v.c_str());
+}
+
 // Forked readers and a writer on one big hash: every HSET writes the same
 // value to fields a and b in one command; a reader must never see them
 // differ (half of a write). Then a writer is killed mid-run: the audit

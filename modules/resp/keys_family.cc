@@ -345,6 +345,24 @@ void CmdCopy(CmdCtx& c) {
   MoveKey(c, t, dt, cache::MoveMode::kCopy, replace);
 }
 
+// MOVE key db: 1 if moved, 0 if the key is absent here or present there.
+void CmdMove(CmdCtx& c) {
+  long long db;
+  if (!ParseLLOrReply(c, c.arg(2), &db)) return;
+  cache::TableRef t, dt;
+  if (!CurrentTable(c, &t)) return;
+  if (db < 0 || db > INT32_MAX || !TableForDb(c.env, static_cast<int>(db), &dt)) {
+    return c.r.Error("ERR DB index is out of range");
+  }
+  if (dt.h == t.h) return c.r.Error("ERR source and destination objects are the same");
+  bool done = false;
+  Status s = cache::MoveKey(*c.env.ctx, t, dt, c.arg(1), c.arg(1), cache::MoveMode::kRenameNx,
+                            false, &done);
+  if (s == Status::kNotFound) s = Status::kOk;
+  if (s != Status::kOk) return ReplyStatus(c, s);
+  c.r.Int(done ? 1 : 0);
+}
+
 void CmdTouch(CmdCtx& c) { CmdExists(c); }
 
 void CmdRandomKey(CmdCtx& c) {
@@ -366,6 +384,7 @@ constexpr CommandSpec kKeysCommands[] = {
     {"unlink", -2, kWrite | kFast, &CmdDel, 1, -1, 1},
     {"exists", -2, kRead | kFast, &CmdExists, 1, -1, 1},
     {"type", 2, kRead | kFast, &CmdType, 1, 1, 1},
+    {"move", 3, kWrite | kFast, &CmdMove, 1, 1, 1},
     {"object", -2, 0, &CmdObject, 0, 0, 0, "generic", kObjectSubs},
     {"expire", -3, kWrite | kFast, &CmdExpire, 1, 1, 1},
     {"pexpire", -3, kWrite | kFast, &CmdPExpire, 1, 1, 1},

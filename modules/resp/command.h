@@ -128,6 +128,15 @@ bool EqNoCase(std::string_view a, std::string_view b);
 // Redis string2ll / strtold rules. ...OrReply variants reply on failure.
 bool ParseLL(std::string_view s, long long* out);
 bool ParseLLOrReply(CmdCtx& c, std::string_view s, long long* out);
+// A SCAN-family cursor as Redis 7.0 reads it (strtoul, base 10): up to the
+// first NUL byte; optional '+' or '-' (-1 is ULONG_MAX); "" is 0. False
+// (Redis: "invalid cursor") for leading white space, a byte after the
+// digits, no digits after a sign, or a value beyond 64 bits.
+bool ParseScanCursor(std::string_view s, uint64_t* out);
+// A DB index (SELECT, COPY ... DB) as Redis reads it: an integer, then
+// within a C int ("value is out of range, value must between ..." if not),
+// before the "DB index is out of range" check the caller makes.
+bool ParseIntOrReply(CmdCtx& c, std::string_view s, int* out);
 bool ParseLongDouble(std::string_view s, long double* out);
 // Map an engine status to its Redis error reply.
 void ReplyStatus(CmdCtx& c, mem::Status s);

@@ -218,7 +218,7 @@ std::vector<uint64_t> RandomIndices(uint64_t n, int64_t count) {
   std::vector<uint64_t> idx;
   if (n == 0 || count == 0) return idx;
   if (count < 0) {
-    uint64_t k = count == INT64_MIN ? uint64_t{1} << 63 : static_cast<uint64_t>(-count);
+    uint64_t k = static_cast<uint64_t>(-count);  // HRandField bounds it
     idx.reserve(k);
     for (uint64_t i = 0; i < k; ++i) idx.push_back(DictRandom() % n);
     return idx;
@@ -246,6 +246,9 @@ std::vector<uint64_t> RandomIndices(uint64_t n, int64_t count) {
 
 Status HRandField(Ctx& c, const TableRef& t, std::string_view key, int64_t count,
                   FieldValues* out) {
+  if (count < 0 && (count == INT64_MIN || static_cast<uint64_t>(-count) > kMaxRandomRepeats)) {
+    return Status::kOutOfRange;
+  }
   return RunDict([&](int attempt) {
     out->clear();
     Dict d(c, t, key, kTypeHash);

@@ -62,7 +62,8 @@ enum class HPart : uint8_t { kBoth, kFields, kValues };
                            uint64_t count, std::string_view glob, FieldValues* out,
                            uint64_t* next);
 // HRANDFIELD: count > 0 distinct fields (at most the hash), count < 0
-// |count| fields with repeats. kNotFound for an absent key.
+// |count| fields with repeats (at most kMaxRandomRepeats, else kOutOfRange).
+// kNotFound for an absent key.
 [[nodiscard]] Status HRandField(Ctx& c, const TableRef& t, std::string_view key, int64_t count,
                                 FieldValues* out);
 

@@ -60,7 +60,11 @@ enum class MoveMode : uint8_t { kRename, kRenameNx, kCopy };
 
 // RANDOMKEY: kOk (*key), kNotFound when the table is empty.
 [[nodiscard]] Status RandomKey(Ctx& c, const TableRef& t, std::string* key);
-// DBSIZE.
+// DBSIZE: the entries less those whose expiry has passed and that the
+// timer's sweep has not removed yet (cache/maint.h CountExpired: O(buckets)
+// hint loads, no lock unless something is due), so a key is counted
+// exactly while a read would find it. Redis counts such a key until it is
+// read or its active expiry (~100 ms) collects it.
 uint64_t DbSize(Ctx& c, const TableRef& t);
 // FLUSHDB: clear the table (it keeps its size).
 [[nodiscard]] Status FlushDb(Ctx& c, const TableRef& t, uint64_t* removed = nullptr);

@@ -370,6 +370,51 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
   return removed;
 }
 
+uint64_t CountExpired(Ctx& c, const TableRef& t) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  if (h.state.load() != kTableLive || h.gen.load() != t.gen) return 0;
+  int64_t now = NowMs(c);
+  uint32_t now_s = static_cast<uint32_t>(now / 1000);
+  uint64_t n = 0;
+  uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
+  const Off* dir = h.dir ? reinterpret_cast<const Off*>(a.At(h.dir)) : nullptr;
+  for (uint64_t seg = 0; dir && seg < kMaxSegs && (seg << kSegShift) < nb; ++seg) {
+    // One segment's hints are contiguous: a linear pass of 32-bit loads.
+    uint32_t* hints = HintAt(a, h, seg << kSegShift);
+    if (!hints) continue;
+    uint64_t end = std::min<uint64_t>(kSegBuckets, nb - (seg << kSegShift));
+    for (uint64_t j = 0; j < end; ++j) {
+      uint32_t hv = mem::LoadRelaxed32(&hints[j]);
+      if (hv == 0 || hv > now_s) continue;  // nothing due: no lock, no bucket touch
+      uint64_t idx = (seg << kSegShift) | j;
+      Bucket* b = BucketAt(a, h, idx);
+      if (!b) continue;
+      LockBucket(c, h, idx, *b);
+      uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+      for (uint32_t i = 0; i < used; ++i) {
+        int64_t e = RecView{a.At(SlotAt(*b, static_cast<int>(i)))}.expire();
+        n += e != 0 && e <= now;
+      }
+      mem::Unlock(b->lock);
+    }
+  }
+  if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+    LockOverflow(c, h);
+    const Off* heads = reinterpret_cast<const Off*>(a.At(h.ovf.heads));
+    for (uint32_t i = 0; i < kOvfHeads; ++i) {
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadRelaxed32(&heads[i]); node != 0 && guard-- > 0;
+           node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
+        int64_t e = RecView{a.At(mem::LoadRelaxed32(a.At(node) + kNodeRec))}.expire();
+        n += e != 0 && e <= now;
+      }
+    }
+    mem::Unlock(h.ovf.lock);
+  }
+  return n;
+}
+
 namespace detail {
 
 // The holder died inside this bucket's lock. Keep exactly the slots below

@@ -18,6 +18,12 @@ uint32_t GrowStep(Ctx& c, const TableRef& t, uint32_t budget);
 // table; `on_expired` (may be empty) sees each key after the lock is gone.
 uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
                       const std::function<void(std::string_view key)>& on_expired);
+// How many records have an expiry that has passed but no sweep removed
+// yet (DBSIZE leaves them out). Read-only: one 32-bit hint load per bucket
+// (contiguous per segment), and the lock of only the buckets whose hint is
+// due (an expired record, or one expiring this second) and of the overflow
+// table when it is not empty.
+uint64_t CountExpired(Ctx& c, const TableRef& t);
 // Repair every bucket / overflow / admin lock of every collection whose
 // holder is dead, and return the number repaired.
 uint32_t RepairDead(Ctx& c);

@@ -31,6 +31,12 @@ struct ReadInfo {
 [[nodiscard]] Status Probe(Ctx& c, const TableRef& t, std::string_view key, ReadInfo* info);
 
 enum class Cond : uint8_t { kAlways, kNx, kXx };
+
+// HRANDFIELD / SRANDMEMBER with a negative count repeat elements, so the
+// reply does not shrink to the aggregate's size. Redis builds whatever it
+// is asked for until the client's output limit (or the allocator) stops it;
+// perfcached refuses a repeat count above this with kOutOfRange.
+inline constexpr uint64_t kMaxRandomRepeats = uint64_t{1} << 24;
 struct StoreOpts {
   int64_t expire_ms = 0;       // absolute ms, 0 = never
   Cond cond = Cond::kAlways;

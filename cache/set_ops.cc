@@ -133,6 +133,9 @@ Status SPop(Ctx& c, const TableRef& t, std::string_view key, uint64_t count,
 
 Status SRandMember(Ctx& c, const TableRef& t, std::string_view key, int64_t count,
                    std::vector<std::string>* out) {
+  if (count < 0 && (count == INT64_MIN || static_cast<uint64_t>(-count) > kMaxRandomRepeats)) {
+    return Status::kOutOfRange;
+  }
   return RunDict([&](int attempt) {
     out->clear();
     Dict d(c, t, key, kTypeSet);
@@ -141,7 +144,7 @@ Status SRandMember(Ctx& c, const TableRef& t, std::string_view key, int64_t coun
     uint64_t n = d.size();
     std::vector<uint64_t> idx;
     if (count < 0) {
-      uint64_t k = count == INT64_MIN ? uint64_t{1} << 63 : static_cast<uint64_t>(-count);
+      uint64_t k = static_cast<uint64_t>(-count);
       for (uint64_t i = 0; i < k && n > 0; ++i) idx.push_back(DictRandom() % n);
     } else {
       idx = Distinct(n, static_cast<uint64_t>(count));
@@ -194,13 +197,22 @@ Status Combine(Ctx& c, const TableRef& t, SetAlgebra op, std::span<const std::st
                uint64_t limit, std::vector<std::string>* out) {
   out->clear();
   std::vector<std::vector<std::string>> sets(keys.size());
+  bool empty = false;  // SINTER with an absent key: empty, once types are checked
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (empty) {
+      // Redis still looks at every key's type (SINTER nokey str is
+      // WRONGTYPE) but reads no more members.
+      ReadInfo ri;
+      Status s = Probe(c, t, keys[i], &ri);
+      if (s == Status::kOk && ri.type != kTypeSet) return Status::kWrongType;
+      if (s != Status::kOk && s != Status::kNotFound) return s;
+      continue;
+    }
     Status s = ReadAll(c, t, keys[i], &sets[i]);
-    // SINTER stops at the first absent key (later keys are not looked at,
-    // as in Redis); the others take an absent key as empty.
-    if (s == Status::kNotFound && op == SetAlgebra::kInter) return Status::kOk;
+    if (s == Status::kNotFound && op == SetAlgebra::kInter) empty = true;
     if (s != Status::kOk && s != Status::kNotFound) return s;
   }
+  if (empty) return Status::kOk;
   if (sets.empty()) return Status::kOk;
   if (op == SetAlgebra::kUnion) {
     std::unordered_set<std::string> seen;

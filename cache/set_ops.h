@@ -34,7 +34,8 @@ namespace cache {
 // SPOP key [count]: up to `count` distinct members removed and returned.
 [[nodiscard]] Status SPop(Ctx& c, const TableRef& t, std::string_view key, uint64_t count,
                           std::vector<std::string>* out);
-// SRANDMEMBER: count > 0 distinct, count < 0 with repeats.
+// SRANDMEMBER: count > 0 distinct, count < 0 with repeats (at most
+// kMaxRandomRepeats, else kOutOfRange).
 [[nodiscard]] Status SRandMember(Ctx& c, const TableRef& t, std::string_view key, int64_t count,
                                  std::vector<std::string>* out);
 // *moved: the member was in src (and is now in dst).

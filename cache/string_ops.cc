@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cache/internal.h"
+#include "cache/key_ops.h"
 #include "cache/number.h"
 
 namespace cache {
@@ -107,12 +108,24 @@ Status GetDel(Ctx& c, const TableRef& t, std::string_view key, std::string* out)
   return Status::kBusy;
 }
 
-Status GetEx(Ctx& c, const TableRef& t, std::string_view key, bool set_expire, int64_t expire_ms,
+Status ResolveExpire(int64_t now_ms, const ExpireArg& e, int64_t* abs_ms) {
+  *abs_ms = 0;
+  if (e.kind == ExpireKind::kNone || e.kind == ExpireKind::kPersist) return Status::kOk;
+  int64_t v;
+  if (!ParseInt64(e.text, &v)) return Status::kNotInteger;
+  bool secs = e.kind == ExpireKind::kEx || e.kind == ExpireKind::kExAt;
+  bool rel = e.kind == ExpireKind::kEx || e.kind == ExpireKind::kPx;
+  return AbsoluteExpire(now_ms, v, secs ? 1000 : 1, rel, true, abs_ms);
+}
+
+Status GetEx(Ctx& c, const TableRef& t, std::string_view key, const ExpireArg& e,
              std::string* out) {
   Status s = StrGet(c, t, key, out, nullptr);
-  if (s != Status::kOk || !set_expire) return s;
+  if (s != Status::kOk || e.kind == ExpireKind::kNone) return s;
+  int64_t ms;
+  if (Status rs = ResolveExpire(NowMs(c), e, &ms); rs != Status::kOk) return rs;
   bool changed;
-  (void)SetExpire(c, t, key, expire_ms, ExpireCond::kAlways, &changed);
+  (void)SetExpire(c, t, key, ms, ExpireCond::kAlways, &changed);  // 0: PERSIST
   return Status::kOk;
 }
 
@@ -213,7 +226,11 @@ Status SetRange(Ctx& c, const TableRef& t, std::string_view key, int64_t offset,
                 std::string_view value, size_t max_value, int64_t* len) {
   if (offset < 0) return Status::kOutOfRange;
   if (value.empty()) return StrLen(c, t, key, len);  // Redis: no change, no creation
-  if (static_cast<uint64_t>(offset) + value.size() > max_value) return Status::kTooBig;
+  if (static_cast<uint64_t>(offset) + value.size() > max_value) {
+    int64_t cur = 0;  // Redis: the key's type before the size
+    Status ts = StrLen(c, t, key, &cur);
+    return ts == Status::kWrongType ? ts : Status::kTooBig;
+  }
   std::string nv;
   Status s = Rmw(
       c, t, key,

@@ -59,9 +59,26 @@ struct StrSetResult {
 // GETDEL: the value, then delete it if still the same version.
 // kOk (*out), kNotFound, kWrongType, kBusy.
 [[nodiscard]] Status GetDel(Ctx& c, const TableRef& t, std::string_view key, std::string* out);
-// GETEX: the value, then (when `set_expire`) its new expiry (0 = PERSIST).
-[[nodiscard]] Status GetEx(Ctx& c, const TableRef& t, std::string_view key, bool set_expire,
-                           int64_t expire_ms, std::string* out);
+// An expiry option of SET / GETEX as the client wrote it: its kind and the
+// number's text, not yet read. Redis reads the number at a given point of
+// each command (SET: after every option, before the key; GETEX: after the
+// key lookup and its type check), and so do the Ops and doors.
+enum class ExpireKind : uint8_t { kNone, kPersist, kEx, kPx, kExAt, kPxAt };
+struct ExpireArg {
+  ExpireKind kind = ExpireKind::kNone;
+  std::string_view text;  // EX / PX / EXAT / PXAT: the number
+};
+// The absolute expiry in ms (0 for kNone and kPersist). kNotInteger when
+// the text is not an int64, kInvalidExpire when it is <= 0 or the time
+// overflows (Redis: "invalid expire time in '<cmd>' command").
+[[nodiscard]] Status ResolveExpire(int64_t now_ms, const ExpireArg& e, int64_t* abs_ms);
+// GETEX: the value, then its new expiry (kPersist removes it, kNone keeps
+// it). In Redis's order: an absent key is kNotFound and another type
+// kWrongType whatever the expiry; only then is the expiry read
+// (kNotInteger, kInvalidExpire, nothing changed). An EXAT / PXAT in the
+// past deletes the key (the value is still returned).
+[[nodiscard]] Status GetEx(Ctx& c, const TableRef& t, std::string_view key, const ExpireArg& e,
+                           std::string* out);
 // MGET: emit(i, value or nullptr) for each key in order (a non-string or
 // absent key is nullptr).
 void MGet(Ctx& c, const TableRef& t, std::span<const std::string_view> keys,

@@ -39,6 +39,44 @@ bool ParseLLOrReply(CmdCtx& c, std::string_view s, long long* out) {
   return false;
 }
 
+bool ParseIntOrReply(CmdCtx& c, std::string_view s, int* out) {
+  long long v;
+  if (!ParseLLOrReply(c, s, &v)) return false;
+  if (v < INT32_MIN || v > INT32_MAX) {
+    c.r.Error("ERR value is out of range, value must between -2147483648 and 2147483647");
+    return false;
+  }
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool ParseScanCursor(std::string_view s, uint64_t* out) {
+  s = s.substr(0, s.find('\0'));  // strtoul reads a C string
+  if (s.empty()) {
+    *out = 0;  // no digits, and the end pointer is at the NUL: accepted
+    return true;
+  }
+  auto space = [](char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); };
+  if (space(s[0])) return false;
+  size_t i = 0;
+  bool neg = false;
+  if (s[0] == '+' || s[0] == '-') {
+    neg = s[0] == '-';
+    ++i;
+  }
+  if (i == s.size()) return false;  // a sign alone: the end pointer is at the sign
+  uint64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    if (__builtin_mul_overflow(v, uint64_t{10}, &v) ||
+        __builtin_add_overflow(v, static_cast<uint64_t>(s[i] - '0'), &v)) {
+      return false;  // ERANGE
+    }
+  }
+  *out = neg ? 0 - v : v;
+  return true;
+}
+
 bool ParseLongDouble(std::string_view s, long double* out) { return cache::ParseLongDouble(s, out); }
 
 std::string FormatLongDouble(long double v) { return cache::FormatLongDouble(v); }

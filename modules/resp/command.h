@@ -130,6 +130,21 @@ bool EqNoCase(std::string_view a, std::string_view b);
 // Redis string2ll / strtold rules. ...OrReply variants reply on failure.
 bool ParseLL(std::string_view s, long long* out);
 bool ParseLLOrReply(CmdCtx& c, std::string_view s, long long* out);
+// A SCAN-family cursor as Redis 7.0 reads it (strtoul, base 10): up to the
+// first NUL byte; optional '+' or '-' (-1 is ULONG_MAX); "" is 0. False
+// (Redis: "invalid cursor") for leading white space, a byte after the
+// digits, no digits after a sign, or a value beyond 64 bits.
+bool ParseScanCursor(std::string_view s, uint64_t* out);
+// HSCAN / SSCAN key cursor [MATCH glob] [COUNT n] (hash_family.cc): the
+// cursor, then the key's type (`type` as TYPE names it), then the options,
+// in Redis's order. False after replying (an absent key with bad options
+// answers an empty scan, as Redis does).
+bool ParseScanArgs(CmdCtx& c, const cache::TableRef& t, std::string_view type,
+                   uint64_t* cursor, std::string_view* glob, uint64_t* count);
+// A DB index (SELECT, COPY ... DB) as Redis reads it: an integer, then
+// within a C int ("value is out of range, value must between ..." if not),
+// before the "DB index is out of range" check the caller makes.
+bool ParseIntOrReply(CmdCtx& c, std::string_view s, int* out);
 bool ParseLongDouble(std::string_view s, long double* out);
 // Map an engine status to its Redis error reply.
 void ReplyStatus(CmdCtx& c, mem::Status s);
@@ -139,6 +154,11 @@ int64_t NowMs(const Env& e);
 std::string FormatLongDouble(long double v);
 
 inline constexpr char kErrSyntax[] = "ERR syntax error";
+// HRANDFIELD / SRANDMEMBER counts (Redis's getRangeLongFromObjectOrReply text).
+inline constexpr char kErrRandomRange[] =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+inline constexpr char kErrRandomRepeats[] =
+    "ERR count is out of range: a negative count asks for at most 16777216 elements";
 inline constexpr char kErrNotInt[] = "ERR value is not an integer or out of range";
 inline constexpr char kErrNotFloat[] = "ERR value is not a valid float";
 inline constexpr char kErrWrongType[] =

@@ -154,49 +154,59 @@ void CmdHIncrByFloat(CmdCtx& c) {
 
 }  // namespace
 
-// SCAN-family options after the cursor (HSCAN / SSCAN): MATCH, COUNT.
-bool ParseScanArgs(CmdCtx& c, size_t cursor_arg, uint64_t* cursor, std::string_view* glob,
-                   uint64_t* count) {
-  std::string_view cs = c.arg(cursor_arg);
-  auto res = std::from_chars(cs.data(), cs.data() + cs.size(), *cursor);
-  if (cs.empty() || res.ec != std::errc() || res.ptr != cs.data() + cs.size()) {
+// HSCAN / SSCAN key cursor [MATCH glob] [COUNT n]. Redis's order: the
+// cursor (strtoul rules, as SCAN), then the key (absent: an empty scan;
+// another type: WRONGTYPE), then the options.
+bool ParseScanArgs(CmdCtx& c, const cache::TableRef& t, std::string_view type,
+                   uint64_t* cursor, std::string_view* glob, uint64_t* count) {
+  if (!ParseScanCursor(c.arg(2), cursor)) {
     c.r.Error("ERR invalid cursor");
     return false;
   }
   *count = 10;
   *glob = {};
-  for (size_t i = cursor_arg + 1; i < c.argc(); i += 2) {
+  const char* err = nullptr;
+  for (size_t i = 3; i < c.argc() && !err; i += 2) {
     if (i + 1 >= c.argc()) {
-      c.r.Error(kErrSyntax);
-      return false;
-    }
-    if (EqNoCase(c.arg(i), "COUNT")) {
+      err = kErrSyntax;
+    } else if (EqNoCase(c.arg(i), "COUNT")) {
       long long n;
-      if (!ParseLLOrReply(c, c.arg(i + 1), &n)) return false;
-      if (n < 1) {
-        c.r.Error(kErrSyntax);
-        return false;
+      if (!ParseLL(c.arg(i + 1), &n)) {
+        err = kErrNotInt;
+      } else if (n < 1) {
+        err = kErrSyntax;
+      } else {
+        *count = static_cast<uint64_t>(n);
       }
-      *count = static_cast<uint64_t>(n);
     } else if (EqNoCase(c.arg(i), "MATCH")) {
       *glob = c.arg(i + 1);
       if (*glob == "*") *glob = {};
     } else {
-      c.r.Error(kErrSyntax);
-      return false;
+      err = kErrSyntax;
     }
   }
-  return true;
+  if (!err) return true;
+  std::string_view kind = cache::KeyType(*c.env.ctx, t, c.arg(1));
+  if (kind == "none") {
+    c.r.Array(2);
+    c.r.Bulk("0");
+    c.r.Array(0);
+  } else if (kind != type) {
+    ReplyStatus(c, Status::kWrongType);
+  } else {
+    c.r.Error(err);
+  }
+  return false;
 }
 
 namespace {
 
 void CmdHScan(CmdCtx& c) {
-  uint64_t cursor, count;
-  std::string_view glob;
-  if (!ParseScanArgs(c, 2, &cursor, &glob, &count)) return;
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
+  uint64_t cursor, count;
+  std::string_view glob;
+  if (!ParseScanArgs(c, t, "hash", &cursor, &glob, &count)) return;
   cache::FieldValues fv;
   uint64_t next = 0;
   Status s = cache::HScan(*c.env.ctx, t, c.arg(1), cursor, count, glob, &fv, &next);
@@ -211,14 +221,18 @@ void CmdHRandField(CmdCtx& c) {
   bool withvalues = false;
   long long count = 1;
   if (c.argc() >= 3) {
-    if (c.argc() == 4 && EqNoCase(c.arg(3), "WITHVALUES")) {
-      withvalues = true;
-    } else if (c.argc() >= 4) {
+    // Redis's order: the count, the syntax, the WITHVALUES range.
+    if (!ParseLLOrReply(c, c.arg(2), &count)) return;
+    if (count < -LLONG_MAX) return c.r.Error(kErrRandomRange);
+    if (c.argc() > 4 || (c.argc() == 4 && !EqNoCase(c.arg(3), "WITHVALUES"))) {
       return c.r.Error(kErrSyntax);
     }
-    if (!ParseLLOrReply(c, c.arg(2), &count)) return;
-    if (count < -LLONG_MAX || (withvalues && count < -LLONG_MAX / 2)) {
+    withvalues = c.argc() == 4;
+    if (withvalues && (count < -LLONG_MAX / 2 || count > LLONG_MAX / 2)) {
       return c.r.Error("ERR value is out of range");
+    }
+    if (count < 0 && static_cast<uint64_t>(-count) > cache::kMaxRandomRepeats) {
+      return c.r.Error(kErrRandomRepeats);
     }
   }
   if (!CurrentTable(c, &t)) return;

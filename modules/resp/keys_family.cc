@@ -1,6 +1,5 @@
 // perfcached — RESP generic key commands (DEL EXPIRE TTL KEYS SCAN RENAME ...).
 // Copyright (c) 2026 the perfcached authors.
-#include <charconv>
 #include <memory>
 
 #include "cache/glob.h"
@@ -55,7 +54,7 @@ void CmdObject(CmdCtx& c) {
         "    seconds elapsed since the last access to the key.",
         "REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
         "    <key>.",
-        "HELP", "    Print this help."};
+        "HELP", "    Prints this help."};
     c.r.Array(std::size(kHelp));
     for (const char* l : kHelp) c.r.Simple(l);
     return;
@@ -212,9 +211,7 @@ void CmdKeys(CmdCtx& c) {
 
 void CmdScan(CmdCtx& c) {
   uint64_t cursor;
-  std::string_view cs = c.arg(1);
-  auto res = std::from_chars(cs.data(), cs.data() + cs.size(), cursor);
-  if (res.ec != std::errc() || res.ptr != cs.data() + cs.size()) {
+  if (!ParseScanCursor(c.arg(1), &cursor)) {
     c.r.Error("ERR invalid cursor");
     return;
   }
@@ -253,10 +250,11 @@ void CmdScan(CmdCtx& c) {
   Status s = cache::ScanStep(*c.env.ctx, t, cursor, residues, f,
                              [&](const cache::ScanItem& it) { keys.emplace_back(it.key); }, &next);
   if (s == Status::kInvalid) {
-    c.r.Error("ERR invalid cursor");
-    return;
-  }
-  if (s != Status::kOk) {
+    // A number perfcached never issued as a cursor (SCAN -1 ...): Redis
+    // accepts any cursor and never errors here; the iteration is over.
+    next = 0;
+    keys.clear();
+  } else if (s != Status::kOk) {
     ReplyStatus(c, s);
     return;
   }
@@ -331,9 +329,9 @@ void CmdCopy(CmdCtx& c) {
     if (EqNoCase(c.arg(i), "REPLACE")) {
       replace = true;
     } else if (EqNoCase(c.arg(i), "DB") && i + 1 < c.argc()) {
-      long long db;
-      if (!ParseLLOrReply(c, c.arg(++i), &db)) return;
-      if (db < 0 || db > INT32_MAX || !TableForDb(c.env, static_cast<int>(db), &dt)) {
+      int db;
+      if (!ParseIntOrReply(c, c.arg(++i), &db)) return;
+      if (db < 0 || !TableForDb(c.env, db, &dt)) {
         c.r.Error("ERR DB index is out of range");
         return;
       }
@@ -341,6 +339,12 @@ void CmdCopy(CmdCtx& c) {
       c.r.Error(kErrSyntax);
       return;
     }
+  }
+  // Redis checks this after the options and before the lookup: an error
+  // even when the key does not exist.
+  if (dt.h == t.h && c.arg(1) == c.arg(2)) {
+    c.r.Error("ERR source and destination objects are the same");
+    return;
   }
   MoveKey(c, t, dt, cache::MoveMode::kCopy, replace);
 }
@@ -397,9 +401,9 @@ constexpr CommandSpec kKeysCommands[] = {
     {"persist", 2, kWrite | kFast, &CmdPersist, 1, 1, 1},
     {"keys", 2, kRead, &CmdKeys, 0, 0, 0},
     {"scan", -2, kRead, &CmdScan, 0, 0, 0},
-    {"dbsize", 1, kRead | kFast, &CmdDbSize, 0, 0, 0},
-    {"flushdb", -1, kWrite, &CmdFlushDb, 0, 0, 0},
-    {"flushall", -1, kWrite, &CmdFlushAll, 0, 0, 0},
+    {"dbsize", 1, kRead | kFast, &CmdDbSize, 0, 0, 0, "server"},
+    {"flushdb", -1, kWrite, &CmdFlushDb, 0, 0, 0, "server"},
+    {"flushall", -1, kWrite, &CmdFlushAll, 0, 0, 0, "server"},
     {"rename", 3, kWrite, &CmdRename, 1, 2, 1},
     {"renamenx", 3, kWrite | kFast, &CmdRenameNx, 1, 2, 1},
     {"randomkey", 1, kRead, &CmdRandomKey, 0, 0, 0},

@@ -100,14 +100,14 @@ void CmdAuth(CmdCtx& c) {
 }
 
 void CmdSelect(CmdCtx& c) {
-  long long db;
-  if (!ParseLLOrReply(c, c.arg(1), &db)) return;
+  int db;
+  if (!ParseIntOrReply(c, c.arg(1), &db)) return;
   cache::TableRef t;
-  if (db < 0 || db > INT32_MAX || !TableForDb(c.env, static_cast<int>(db), &t)) {
+  if (db < 0 || !TableForDb(c.env, db, &t)) {
     c.r.Error("ERR DB index is out of range");
     return;
   }
-  c.conn.db = static_cast<int>(db);
+  c.conn.db = db;
   c.r.Simple("OK");
 }
 

@@ -7,9 +7,6 @@
 
 namespace modules::resp {
 
-bool ParseScanArgs(CmdCtx& c, size_t cursor_arg, uint64_t* cursor, std::string_view* glob,
-                   uint64_t* count);
-
 namespace {
 
 using mem::Status;
@@ -86,9 +83,10 @@ void CmdSPop(CmdCtx& c) {
   if (c.argc() > 3) return c.r.Error(kErrSyntax);
   uint64_t count = 1;
   if (c.argc() == 3) {
-    long long n;
-    if (!ParseLLOrReply(c, c.arg(2), &n)) return;
-    if (n < 0) return c.r.Error("ERR value is out of range, must be positive");
+    long long n;  // Redis's getPositiveLong: one message for both failures
+    if (!ParseLL(c.arg(2), &n) || n < 0) {
+      return c.r.Error("ERR value is out of range, must be positive");
+    }
     count = static_cast<uint64_t>(n);
   }
   cache::TableRef t;
@@ -102,12 +100,17 @@ void CmdSPop(CmdCtx& c) {
   c.r.Bulk(ms[0]);
 }
 
+static_assert(cache::kMaxRandomRepeats == 16777216, "kErrRandomRepeats names the bound");
+
 void CmdSRandMember(CmdCtx& c) {
   if (c.argc() > 3) return c.r.Error(kErrSyntax);
   long long count = 1;
   if (c.argc() == 3) {
     if (!ParseLLOrReply(c, c.arg(2), &count)) return;
-    if (count < -LLONG_MAX) return c.r.Error("ERR value is out of range");
+    if (count < -LLONG_MAX) return c.r.Error(kErrRandomRange);
+    if (count < 0 && static_cast<uint64_t>(-count) > cache::kMaxRandomRepeats) {
+      return c.r.Error(kErrRandomRepeats);
+    }
   }
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
@@ -177,11 +180,11 @@ void CmdSInterCard(CmdCtx& c) {
 }
 
 void CmdSScan(CmdCtx& c) {
-  uint64_t cursor, count;
-  std::string_view glob;
-  if (!ParseScanArgs(c, 2, &cursor, &glob, &count)) return;
   cache::TableRef t;
   if (!CurrentTable(c, &t)) return;
+  uint64_t cursor, count;
+  std::string_view glob;
+  if (!ParseScanArgs(c, t, "set", &cursor, &glob, &count)) return;
   std::vector<std::string> ms;
   uint64_t next = 0;
   Status s = cache::SScan(*c.env.ctx, t, c.arg(1), cursor, count, glob, &ms, &next);

@@ -36,41 +36,43 @@ void ReplyOk(CmdCtx& c, Status s) {
   }
 }
 
-// SET / GETEX expiry options. Returns false after replying.
+// SET / GETEX options, parsed as Redis 7.0 parses them: every option
+// first (a bad combination is a syntax error whatever the numbers), the
+// expiry's number only later (cache::ResolveExpire). Options repeat freely
+// (EX 1 EX 2: the last wins); an option word is read up to its first NUL
+// byte, as Redis compares C strings.
 struct ExpireOpt {
-  bool nx = false, xx = false, get = false, keepttl = false, persist = false;
-  bool has_expire = false;
-  int64_t expire_ms = 0;  // absolute
+  bool nx = false, xx = false, get = false, keepttl = false;
+  cache::ExpireArg expire;
 };
 
 bool ParseExpireOpts(CmdCtx& c, size_t from, bool is_set, ExpireOpt* o) {
-  int64_t now = NowMs(c.env);
+  using K = cache::ExpireKind;
   for (size_t i = from; i < c.argc(); ++i) {
     std::string_view a = c.arg(i);
+    a = a.substr(0, a.find('\0'));
     bool has_next = i + 1 < c.argc();
+    K k = o->expire.kind;
+    // The one expiry kind already given (or none): another kind conflicts.
+    auto other_expiry = [&](K mine) { return k != K::kNone && k != K::kPersist && k != mine; };
+    K want = EqNoCase(a, "EX")     ? K::kEx
+             : EqNoCase(a, "PX")   ? K::kPx
+             : EqNoCase(a, "EXAT") ? K::kExAt
+             : EqNoCase(a, "PXAT") ? K::kPxAt
+                                   : K::kNone;
     if (is_set && EqNoCase(a, "NX") && !o->xx) {
       o->nx = true;
     } else if (is_set && EqNoCase(a, "XX") && !o->nx) {
       o->xx = true;
     } else if (is_set && EqNoCase(a, "GET")) {
       o->get = true;
-    } else if (is_set && EqNoCase(a, "KEEPTTL") && !o->has_expire) {
+    } else if (is_set && EqNoCase(a, "KEEPTTL") && k == K::kNone) {
       o->keepttl = true;
-    } else if (!is_set && EqNoCase(a, "PERSIST") && !o->has_expire) {
-      o->persist = true;
-    } else if ((EqNoCase(a, "EX") || EqNoCase(a, "PX") || EqNoCase(a, "EXAT") ||
-                EqNoCase(a, "PXAT")) &&
-               !o->keepttl && !o->persist && !o->has_expire && has_next) {
-      long long v;
-      if (!ParseLLOrReply(c, c.arg(i + 1), &v)) return false;
-      bool secs = EqNoCase(a, "EX") || EqNoCase(a, "EXAT");
-      bool rel = EqNoCase(a, "EX") || EqNoCase(a, "PX");
-      Status s = cache::AbsoluteExpire(now, v, secs ? 1000 : 1, rel, true, &o->expire_ms);
-      if (s != Status::kOk) {
-        ReplyStatus(c, s);
-        return false;
-      }
-      o->has_expire = true;
+    } else if (!is_set && EqNoCase(a, "PERSIST") && (k == K::kNone || k == K::kPersist)) {
+      o->expire.kind = K::kPersist;
+    } else if (want != K::kNone && !o->keepttl && k != K::kPersist && !other_expiry(want) &&
+               has_next) {
+      o->expire = {want, c.arg(i + 1)};
       ++i;
     } else {
       c.r.Error(kErrSyntax);
@@ -105,9 +107,14 @@ void CmdGet(CmdCtx& c) {
 void CmdSet(CmdCtx& c) {
   cache::TableRef t;
   ExpireOpt o;
-  if (!ParseExpireOpts(c, 3, true, &o) || !CurrentTable(c, &t)) return;
+  if (!ParseExpireOpts(c, 3, true, &o)) return;
   cache::StrSetArgs a;
-  a.expire_ms = o.has_expire ? o.expire_ms : 0;
+  // SET reads the expiry's number after every option, before the key.
+  if (Status es = cache::ResolveExpire(NowMs(c.env), o.expire, &a.expire_ms); es != Status::kOk) {
+    ReplyStatus(c, es);
+    return;
+  }
+  if (!CurrentTable(c, &t)) return;
   a.keep_ttl = o.keepttl;
   a.cond = o.nx ? cache::Cond::kNx : o.xx ? cache::Cond::kXx : cache::Cond::kAlways;
   a.get = o.get;
@@ -175,8 +182,7 @@ void CmdGetEx(CmdCtx& c) {
   ExpireOpt o;
   if (!ParseExpireOpts(c, 2, false, &o) || !CurrentTable(c, &t)) return;
   std::string& v = c.env.scratch;
-  Status s = cache::GetEx(*c.env.ctx, t, c.arg(1), o.has_expire || o.persist,
-                          o.persist ? 0 : o.expire_ms, &v);
+  Status s = cache::GetEx(*c.env.ctx, t, c.arg(1), o.expire, &v);  // reads the number
   ReplyValue(c, s, v);
 }
 

@@ -190,6 +190,9 @@ TEST(HashOps, ATreeOf200kFieldsScansEveryFieldOnce) {
   FieldValues r;
   CHECK(HRandField(c(), t, "big", 50, &r) == Status::kOk);
   CHECK_EQUAL(50u, r.size());
+  const int64_t over = -static_cast<int64_t>(kMaxRandomRepeats) - 1;
+  CHECK(HRandField(c(), t, "big", over, &r) == Status::kOutOfRange);  // regression
+  CHECK(HRandField(c(), t, "big", INT64_MIN, &r) == Status::kOutOfRange);
   std::set<std::string> distinct;
   for (auto& [fl, vl] : r) {
     distinct.insert(fl);

@@ -82,6 +82,47 @@ TEST(KeyOps, DelExistsTypeDbSize) {
   CHECK_EQUAL(0u, cache::DbSize(c(), t));
 }
 
+// DBSIZE leaves out what a read would not find: a key whose expiry passed
+// while nobody read it and before any sweep (Redis counts it only until
+// the read or its active expiry deletes it). EXPIRE to a past time deletes
+// at once, as in Redis (EXPIRE k -1, EXPIREAT k -1).
+TEST(KeyOps, DbSizeLeavesOutExpiredUnsweptKeys) {
+  cache::TableRef big = f->Table("big", 64);  // 64 buckets: splits while filling
+  int64_t now = cache::NowMs(c());
+  cache::StoreOpts soon, later;
+  soon.expire_ms = now + 500;
+  later.expire_ms = now + 500000;
+  for (int i = 0; i < 3000; ++i) {
+    std::string k = testing::Key(i);
+    const cache::StoreOpts& so = i % 3 == 0 ? soon : i % 3 == 1 ? later : cache::StoreOpts{};
+    CHECK(cache::Set(c(), big, k, "v", so) == Status::kOk);
+    (void)cache::GrowStep(c(), big, 64);
+  }
+  CHECK_EQUAL(3000u, cache::DbSize(c(), big));
+  CHECK_EQUAL(0u, cache::CountExpired(c(), big));
+  c().clock_skew_ms += 2000;  // the 1000 "soon" keys are now expired, unread
+  CHECK_EQUAL(3000u, cache::CollectionEntries(c(), big));  // not swept yet
+  CHECK_EQUAL(1000u, cache::CountExpired(c(), big));
+  CHECK_EQUAL(2000u, cache::DbSize(c(), big));
+  CHECK_EQUAL(1000u, cache::SweepExpired(c(), big, 1u << 20, {}));
+  CHECK_EQUAL(2000u, cache::CollectionEntries(c(), big));
+  CHECK_EQUAL(2000u, cache::DbSize(c(), big));  // nothing subtracted twice
+  c().clock_skew_ms -= 2000;
+  // EXPIRE / EXPIREAT to a past time: deleted now, not kept as expired.
+  CHECK(cache::Set(c(), t, "k", "v") == Status::kOk);
+  CHECK(cache::Set(c(), t, "k2", "v") == Status::kOk);
+  int64_t ms;
+  CHECK(cache::AbsoluteExpire(cache::NowMs(c()), -1, 1000, true, false, &ms) == Status::kOk);
+  bool changed = false;
+  CHECK(cache::Expire(c(), t, "k", ms, cache::ExpireCond::kAlways, &changed) == Status::kOk);
+  CHECK(changed);
+  CHECK(cache::AbsoluteExpire(cache::NowMs(c()), -1, 1000, false, false, &ms) == Status::kOk);
+  CHECK(cache::Expire(c(), t, "k2", ms, cache::ExpireCond::kAlways, &changed) == Status::kOk);
+  CHECK(changed);
+  CHECK_EQUAL(0u, cache::CollectionEntries(c(), t));
+  CHECK_EQUAL(0u, cache::DbSize(c(), t));
+}
+
 TEST(KeyOps, ExpirePersistTtl) {
   bool changed = true;
   CHECK(cache::Expire(c(), t, "absent", cache::NowMs(c()) + 1000, cache::ExpireCond::kAlways,

@@ -128,10 +128,15 @@ TEST(SetOps, Algebra) {
   uint64_t n;
   CHECK(SInterCard(c(), t, ab, 2, &n) == Status::kOk);
   CHECK_EQUAL(2u, n);
-  // SINTER stops at an absent key before looking at a wrong-typed one.
+  // An absent key makes SINTER empty, but every later key's type is still
+  // checked (Redis: SINTER nokey str is WRONGTYPE; regression test).
   CHECK(Set(c(), t, "str", "v") == Status::kOk);
   std::string_view miss[3] = {"a", "nokey", "str"};
-  CHECK(SCombine(c(), t, SetAlgebra::kInter, miss, &out) == Status::kOk);
+  CHECK(SCombine(c(), t, SetAlgebra::kInter, miss, &out) == Status::kWrongType);
+  CHECK(SInterCard(c(), t, miss, 0, &n) == Status::kWrongType);
+  CHECK(SCombineStore(c(), t, SetAlgebra::kInter, "dst", miss, &n) == Status::kWrongType);
+  std::string_view miss_ok[3] = {"nokey", "a", "b"};
+  CHECK(SCombine(c(), t, SetAlgebra::kInter, miss_ok, &out) == Status::kOk);
   CHECK(out.empty());
   std::string_view wrong[2] = {"a", "str"};
   CHECK(SCombine(c(), t, SetAlgebra::kUnion, wrong, &out) == Status::kWrongType);
@@ -163,6 +168,11 @@ TEST(SetOps, PopRandomAndMove) {
   CHECK_EQUAL(1000u, out.size());
   CHECK(SRandMember(c(), t, "s", 1000, &out) == Status::kOk);
   CHECK_EQUAL(300u, out.size());
+  // A repeat count past the bound is refused, not built until the worker
+  // runs out of memory (regression: SRANDMEMBER s -9223372036854775807).
+  const int64_t over = -static_cast<int64_t>(kMaxRandomRepeats) - 1;
+  CHECK(SRandMember(c(), t, "s", over, &out) == Status::kOutOfRange);
+  CHECK(SRandMember(c(), t, "s", INT64_MIN, &out) == Status::kOutOfRange);
   CHECK(SPop(c(), t, "s", 100, &out) == Status::kOk);
   CHECK_EQUAL(100u, out.size());
   uint64_t n;

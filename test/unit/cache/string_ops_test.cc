@@ -130,14 +130,69 @@ TEST(StringOps, GetSetGetDelGetEx) {
   // GETEX: set, then persist.
   CHECK(cache::Set(c(), t, "e", "v") == Status::kOk);
   int64_t at = cache::NowMs(c()) + 50000;
-  CHECK(cache::GetEx(c(), t, "e", true, at, &v) == Status::kOk);
+  std::string at_text = std::to_string(at);
+  CHECK(cache::GetEx(c(), t, "e", {cache::ExpireKind::kPxAt, at_text}, &v) == Status::kOk);
   STRCMP_EQUAL("v", v.c_str());
   CHECK_EQUAL(at, ExpireOf("e"));
-  CHECK(cache::GetEx(c(), t, "e", false, 0, &v) == Status::kOk);
+  CHECK(cache::GetEx(c(), t, "e", {}, &v) == Status::kOk);
   CHECK_EQUAL(at, ExpireOf("e"));
-  CHECK(cache::GetEx(c(), t, "e", true, 0, &v) == Status::kOk);
+  CHECK(cache::GetEx(c(), t, "e", {cache::ExpireKind::kPersist, {}}, &v) == Status::kOk);
   CHECK_EQUAL(0, ExpireOf("e"));
-  CHECK(cache::GetEx(c(), t, "absent", true, at, &v) == Status::kNotFound);
+  CHECK(cache::GetEx(c(), t, "absent", {cache::ExpireKind::kPxAt, at_text}, &v) ==
+        Status::kNotFound);
+}
+
+TEST(StringOps, ResolveExpire) {
+  using K = cache::ExpireKind;
+  int64_t ms = -1;
+  CHECK(cache::ResolveExpire(1000, {}, &ms) == Status::kOk);
+  CHECK_EQUAL(0, ms);
+  CHECK(cache::ResolveExpire(1000, {K::kPersist, {}}, &ms) == Status::kOk);
+  CHECK_EQUAL(0, ms);
+  CHECK(cache::ResolveExpire(1000, {K::kEx, "5"}, &ms) == Status::kOk);
+  CHECK_EQUAL(6000, ms);
+  CHECK(cache::ResolveExpire(1000, {K::kPx, "5"}, &ms) == Status::kOk);
+  CHECK_EQUAL(1005, ms);
+  CHECK(cache::ResolveExpire(1000, {K::kExAt, "5"}, &ms) == Status::kOk);
+  CHECK_EQUAL(5000, ms);
+  CHECK(cache::ResolveExpire(1000, {K::kPxAt, "5"}, &ms) == Status::kOk);
+  CHECK_EQUAL(5, ms);
+  CHECK(cache::ResolveExpire(1000, {K::kEx, "x"}, &ms) == Status::kNotInteger);
+  CHECK(cache::ResolveExpire(1000, {K::kPx, ""}, &ms) == Status::kNotInteger);
+  CHECK(cache::ResolveExpire(1000, {K::kEx, "1.5"}, &ms) == Status::kNotInteger);
+  CHECK(cache::ResolveExpire(1000, {K::kEx, "0"}, &ms) == Status::kInvalidExpire);
+  CHECK(cache::ResolveExpire(1000, {K::kPxAt, "-1"}, &ms) == Status::kInvalidExpire);
+  CHECK(cache::ResolveExpire(1000, {K::kExAt, "9223372036854775"}, &ms) == Status::kOk);
+  CHECK(cache::ResolveExpire(1000, {K::kExAt, "9223372036854776"}, &ms) ==
+        Status::kInvalidExpire);
+  CHECK(cache::ResolveExpire(1000, {K::kPx, "9223372036854775807"}, &ms) ==
+        Status::kInvalidExpire);
+}
+
+// Redis's GETEX looks the key up and checks its type before it reads the
+// expiry: nil / WRONGTYPE whatever the number; a bad number changes nothing.
+TEST(StringOps, GetExLooksUpBeforeReadingTheExpiry) {
+  using K = cache::ExpireKind;
+  std::string v;
+  CHECK(cache::GetEx(c(), t, "absent", {K::kEx, "x"}, &v) == Status::kNotFound);
+  CHECK(cache::GetEx(c(), t, "absent", {K::kEx, "0"}, &v) == Status::kNotFound);
+  CHECK(cache::GetEx(c(), t, "absent", {K::kPx, "-5"}, &v) == Status::kNotFound);
+  MakeHash("h");
+  CHECK(cache::GetEx(c(), t, "h", {K::kEx, "x"}, &v) == Status::kWrongType);
+  CHECK(cache::GetEx(c(), t, "h", {K::kEx, "0"}, &v) == Status::kWrongType);
+  int64_t at = cache::NowMs(c()) + 50000;
+  cache::StrSetArgs a;
+  a.expire_ms = at;
+  cache::StrSetResult r;
+  CHECK(cache::StrSet(c(), t, "k", "v", a, &r) == Status::kOk);
+  CHECK(cache::GetEx(c(), t, "k", {K::kEx, "x"}, &v) == Status::kNotInteger);
+  CHECK(cache::GetEx(c(), t, "k", {K::kEx, "0"}, &v) == Status::kInvalidExpire);
+  CHECK(cache::GetEx(c(), t, "k", {K::kExAt, "-1"}, &v) == Status::kInvalidExpire);
+  CHECK_EQUAL(at, ExpireOf("k"));  // unchanged by the refused ones
+  // An absolute time in the past: the value, and the key is gone.
+  CHECK(cache::GetEx(c(), t, "k", {K::kPxAt, "1"}, &v) == Status::kOk);
+  STRCMP_EQUAL("v", v.c_str());
+  CHECK(cache::StrGet(c(), t, "k", &v) == Status::kNotFound);
 }
 
 TEST(StringOps, GetDelRetriesWhenWrittenBetweenReadAndDelete) {

@@ -404,7 +404,13 @@ const std::vector<AggStep>& AggSteps() {
   return steps;
 }
 
-// Run the phase, marking progress; 0 or 20 + the failed step.
+std::string CheckAgg(cache::Ctx& c, const cache::TableRef& t, const Progress& pr);
+// Set in a self-check run: RunAgg compares every key with the model after
+// every step (the model itself is tested, not only its final state).
+bool g_selfcheck = false;
+
+// Run the phase, marking progress; 0, or 20 when a step failed, 21 when the
+// self-check found the engine and the model apart.
 int RunAgg(cache::Ctx& c, const cache::TableRef& t, Progress* pr) {
   const auto& steps = AggSteps();
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -422,6 +428,12 @@ int RunAgg(cache::Ctx& c, const cache::TableRef& t, Progress* pr) {
         std::snprintf(pr->pop[i][j], sizeof pr->pop[i][j], "%s", popped[j].c_str());
       }
       pr->finished.store(static_cast<int>(i + 1));
+      if (g_selfcheck && i + 1 >= kAggKeys.size()) {  // (after the DELs: the model starts empty)
+        if (std::string why = CheckAgg(c, t, *pr); !why.empty()) {
+          std::fprintf(stderr, "crash_points: model self-check: %s\n", why.c_str());
+          return 21;
+        }
+      }
     }
   }
   return 0;
@@ -834,21 +846,17 @@ int main(int argc, char** argv) {
       cache::Ctx cv(*a, 1);
       mem::crash::StartRecording();
       int rc = Workload(cv, 0, pr);
-      // The model must agree with the engine on an uninterrupted run.
-      cache::TableRef ta;
-      std::string why = cache::OpenCollection(cv, "a", &ta) != Status::kOk ? "no collection a"
-                        : pr->finished.load() != static_cast<int>(AggSteps().size())
-                            ? "aggregate phase did not finish"
-                            : CheckAgg(cv, ta, *pr);
-      if (rc == 0 && !why.empty()) {
-        std::fprintf(stderr, "crash_points: model check of the recording run: %s\n", why.c_str());
-        rc = 4;
-      }
       std::string out;
       for (auto& s : mem::crash::Recorded()) out += s.where + " " + std::to_string(s.occurrences) + "\n";
       FILE* f = fdopen(pfd[1], "w");
       std::fputs(out.c_str(), f);
       std::fclose(f);
+      if (rc == 0) {  // the workload again, the model checked after every step
+        g_selfcheck = true;
+        std::memset(static_cast<void*>(pr), 0, sizeof(Progress));
+        rc = Workload(cv, 1, pr);
+        if (rc == 0 && pr->finished.load() != static_cast<int>(AggSteps().size())) rc = 4;
+      }
       _exit(rc);
     }
     close(pfd[1]);

@@ -16,9 +16,14 @@
 //        record reachable once, routed, no odd seqlock, no lock or slot
 //        held by the dead, every cell live once or free once), every
 //        immortal key holds its value, every present workload key holds a
-//        well-formed value, and the engine still works: a fresh child runs
+//        well-formed value, every hash and set of the aggregate phase is
+//        as it was before the step in flight or as it would be after it
+//        (a model, below), and the engine still works: a fresh child runs
 //        the workload again to completion within a deadline, then a final
-//        audit.
+//        audit, no cell leaked by that unkilled run, and the model's final
+//        state.
+//    The recording child also runs the workload a second time checking the
+//    model after every aggregate step (the model is tested too).
 // Prints "crash points: sites x occurrences: N checked, F failed" and exits
 // non-zero when any trial failed.
 #include <signal.h>

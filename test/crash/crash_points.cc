@@ -16,21 +16,31 @@
 //        record reachable once, routed, no odd seqlock, no lock or slot
 //        held by the dead, every cell live once or free once), every
 //        immortal key holds its value, every present workload key holds a
-//        well-formed value, and the engine still works: a fresh child runs
+//        well-formed value, every hash and set of the aggregate phase is
+//        as it was before the step in flight or as it would be after it
+//        (a model, below), and the engine still works: a fresh child runs
 //        the workload again to completion within a deadline, then a final
-//        audit.
+//        audit, no cell leaked by that unkilled run, and the model's final
+//        state.
+//    The recording child also runs the workload a second time checking the
+//    model after every aggregate step (the model is tested too).
 // Prints "crash points: sites x occurrences: N checked, F failed" and exits
 // non-zero when any trial failed.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,8 +66,472 @@ bool WellFormed(const std::string& v) {
   return v.find_first_not_of("-0123456789") == std::string::npos;
 }
 
-// The bounded workload: every write path of the engine at least once.
-int Workload(cache::Ctx& c, int round) {
+// ---- Aggregates (hashes and sets): a scripted phase with a model ----------------
+//
+// Every hash and set write path, on small (listpack / intset) and trie
+// encodings. The phase is a list of steps; the runner replays them on a
+// model (std::map / std::set) to know each key's state before and after
+// every step. The victim marks in a shared page which step it started and
+// which it finished (and what SPOP returned), so after a kill the check is
+// exact: every key holds its state before the step in flight or after it
+// ("the key as it was or as it would be"), never anything else.
+
+constexpr int kMaxSteps = 96;
+constexpr int kMaxPop = 4;
+
+struct Progress {
+  std::atomic<int> started;   // steps begun
+  std::atomic<int> finished;  // steps completed
+  int npop[kMaxSteps];
+  char pop[kMaxSteps][kMaxPop][24];
+};
+
+Progress* NewProgress() {
+  void* p = mmap(nullptr, sizeof(Progress), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  std::memset(p, 0, sizeof(Progress));
+  return static_cast<Progress*>(p);
+}
+
+struct KeyState {
+  char kind = 0;  // 0 absent, 's' string, 'h' hash, 'S' set
+  std::string str;
+  std::map<std::string, std::string> h;
+  std::set<std::string> s;
+  bool operator==(const KeyState& o) const {
+    return kind == o.kind && (kind != 's' || str == o.str) && (kind != 'h' || h == o.h) &&
+           (kind != 'S' || s == o.s);
+  }
+};
+using Model = std::map<std::string, KeyState>;
+
+struct AggStep {
+  std::string name;
+  std::vector<std::string> keys;  // the keys it may change
+  int pop_key = -1;               // SPOP: index into keys; pop_count members
+  uint64_t pop_count = 0;
+  std::function<Status(cache::Ctx&, const cache::TableRef&, std::vector<std::string>* popped)> run;
+  std::function<void(Model&, const std::vector<std::string>& popped)> apply;
+};
+
+const std::vector<std::string> kAggKeys = {"h1", "h2", "h4", "hx", "s1", "s2", "s3", "s4", "dst"};
+
+std::string Fld(int i) { return "f" + std::to_string(i); }
+std::string FVal(int i, size_t n) { return std::string(n, static_cast<char>('a' + i % 26)); }
+
+const std::vector<AggStep>& AggSteps() {
+  static const std::vector<AggStep> steps = [] {
+    std::vector<AggStep> v;
+    using SV = std::string_view;
+    // HSET key with fields [from, to) (value length len), as one command.
+    auto hset = [&](std::string key, int from, int to, size_t len) {
+      AggStep s;
+      s.name = "HSET " + key + " " + std::to_string(to - from) + " field(s) " + std::to_string(len) + "B";
+      s.keys = {key};
+      s.run = [key, from, to, len](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        std::vector<std::string> store;
+        for (int i = from; i < to; ++i) store.push_back(Fld(i)), store.push_back(FVal(i + int(len), len));
+        std::vector<SV> fv(store.begin(), store.end());
+        uint64_t added;
+        return cache::HSet(c, t, key, fv, &added);
+      };
+      s.apply = [key, from, to, len](Model& m, const std::vector<std::string>&) {
+        auto& k = m[key];
+        k.kind = 'h';
+        for (int i = from; i < to; ++i) k.h[Fld(i)] = FVal(i + int(len), len);
+      };
+      v.push_back(s);
+    };
+    auto hsetnx = [&](std::string key, int f, size_t len) {
+      AggStep s;
+      s.name = "HSETNX " + key + " " + Fld(f);
+      s.keys = {key};
+      s.run = [key, f, len](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        bool set;
+        return cache::HSetNx(c, t, key, Fld(f), FVal(f + 7, len), &set);
+      };
+      s.apply = [key, f, len](Model& m, const std::vector<std::string>&) {
+        auto& k = m[key];
+        k.kind = 'h';
+        k.h.emplace(Fld(f), FVal(f + 7, len));
+      };
+      v.push_back(s);
+    };
+    auto hdel = [&](std::string key, std::vector<std::string> fields) {
+      AggStep s;
+      s.name = "HDEL " + key + " " + std::to_string(fields.size()) + " field(s)";
+      s.keys = {key};
+      s.run = [key, fields](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        std::vector<SV> f(fields.begin(), fields.end());
+        uint64_t n;
+        Status st = cache::HDel(c, t, key, f, &n);
+        return st == Status::kNotFound ? Status::kOk : st;
+      };
+      s.apply = [key, fields](Model& m, const std::vector<std::string>&) {
+        auto& k = m[key];
+        for (auto& f : fields) k.h.erase(f);
+        if (k.h.empty()) k = KeyState{};
+      };
+      v.push_back(s);
+    };
+    auto hincr = [&](std::string key, std::string field, int64_t d, std::string result) {
+      AggStep s;
+      s.name = "HINCRBY " + key + " " + field;
+      s.keys = {key};
+      s.run = [key, field, d](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        int64_t r;
+        return cache::HIncrBy(c, t, key, field, d, &r);
+      };
+      s.apply = [key, field, result](Model& m, const std::vector<std::string>&) {
+        m[key].kind = 'h';
+        m[key].h[field] = result;
+      };
+      v.push_back(s);
+    };
+    auto hincrf = [&](std::string key, std::string field, long double d, std::string result) {
+      AggStep s;
+      s.name = "HINCRBYFLOAT " + key + " " + field;
+      s.keys = {key};
+      s.run = [key, field, d](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        std::string r;
+        return cache::HIncrByFloat(c, t, key, field, d, &r);
+      };
+      s.apply = [key, field, result](Model& m, const std::vector<std::string>&) {
+        m[key].kind = 'h';
+        m[key].h[field] = result;
+      };
+      v.push_back(s);
+    };
+    // SADD / SREM of members
+    auto sadd = [&](std::string key, std::vector<std::string> mem, bool add) {
+      AggStep s;
+      s.name = std::string(add ? "SADD " : "SREM ") + key + " " + std::to_string(mem.size()) + " member(s)";
+      s.keys = {key};
+      s.run = [key, mem, add](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        std::vector<SV> ms(mem.begin(), mem.end());
+        uint64_t n;
+        Status st = add ? cache::SAdd(c, t, key, ms, &n) : cache::SRem(c, t, key, ms, &n);
+        return st == Status::kNotFound ? Status::kOk : st;
+      };
+      s.apply = [key, mem, add](Model& m, const std::vector<std::string>&) {
+        auto& k = m[key];
+        if (add) {
+          k.kind = 'S';
+          k.s.insert(mem.begin(), mem.end());
+        } else {
+          for (auto& x : mem) k.s.erase(x);
+          if (k.s.empty()) k = KeyState{};
+        }
+      };
+      v.push_back(s);
+    };
+    auto ints = [](int from, int to) {
+      std::vector<std::string> r;
+      for (int i = from; i < to; ++i) r.push_back(std::to_string(i));
+      return r;
+    };
+    auto names = [](const char* p, int from, int to) {
+      std::vector<std::string> r;
+      for (int i = from; i < to; ++i) r.push_back(p + std::to_string(i));
+      return r;
+    };
+    auto spop = [&](std::string key, uint64_t count) {
+      AggStep s;
+      s.name = "SPOP " + key + " " + std::to_string(count);
+      s.keys = {key};
+      s.pop_key = 0;
+      s.pop_count = count;
+      s.run = [key, count](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>* popped) {
+        Status st = cache::SPop(c, t, key, count, popped);
+        return st == Status::kNotFound ? Status::kOk : st;
+      };
+      s.apply = [key](Model& m, const std::vector<std::string>& popped) {
+        auto& k = m[key];
+        for (auto& x : popped) k.s.erase(x);
+        if (k.s.empty()) k = KeyState{};
+      };
+      v.push_back(s);
+    };
+    auto smove = [&](std::string src, std::string dst, std::string member) {
+      AggStep s;
+      s.name = "SMOVE " + src + " " + dst + " " + member;
+      s.keys = {src, dst};
+      s.run = [src, dst, member](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        bool moved;
+        Status st = cache::SMove(c, t, src, dst, member, &moved);
+        return st == Status::kNotFound ? Status::kOk : st;
+      };
+      s.apply = [src, dst, member](Model& m, const std::vector<std::string>&) {
+        auto& a = m[src];
+        if (!a.s.count(member)) return;
+        a.s.erase(member);
+        if (a.s.empty()) a = KeyState{};
+        m[dst].kind = 'S';
+        m[dst].s.insert(member);
+      };
+      v.push_back(s);
+    };
+    auto store = [&](cache::SetAlgebra op, std::string dst, std::vector<std::string> srcs) {
+      AggStep s;
+      s.name = std::string(op == cache::SetAlgebra::kInter ? "SINTERSTORE " : "SUNIONSTORE ") + dst;
+      s.keys = {dst};
+      s.run = [op, dst, srcs](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        std::vector<SV> ks(srcs.begin(), srcs.end());
+        uint64_t n;
+        return cache::SCombineStore(c, t, op, dst, ks, &n);
+      };
+      s.apply = [op, dst, srcs](Model& m, const std::vector<std::string>&) {
+        std::set<std::string> r;
+        bool first = true;
+        for (auto& k : srcs) {
+          const std::set<std::string>& x = m[k].s;
+          if (op == cache::SetAlgebra::kUnion) {
+            r.insert(x.begin(), x.end());
+          } else if (first) {
+            r = x;
+          } else {
+            std::set<std::string> i;
+            for (auto& e : r) if (x.count(e)) i.insert(e);
+            r = i;
+          }
+          first = false;
+        }
+        KeyState k;
+        if (!r.empty()) k.kind = 'S', k.s = r;
+        m[dst] = k;
+      };
+      v.push_back(s);
+    };
+    auto del = [&](std::string key) {
+      AggStep s;
+      s.name = "DEL " + key;
+      s.keys = {key};
+      s.run = [key](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+        Status st = cache::Del(c, t, key);
+        return st == Status::kNotFound ? Status::kOk : st;
+      };
+      s.apply = [key](Model& m, const std::vector<std::string>&) { m[key] = KeyState{}; };
+      v.push_back(s);
+    };
+    // Start from nothing whatever an earlier (killed) run left.
+    for (auto& k : kAggKeys) del(k);
+    // h1: listpack (one field, several), HSETNX, then 140 fields: a trie
+    hset("h1", 0, 1, 10);
+    hset("h1", 1, 10, 12);
+    hsetnx("h1", 0, 9);   // exists: no change
+    hsetnx("h1", 10, 9);  // new
+    hset("h1", 11, 140, 20);  // > 128 fields: listpack -> trie
+    hset("h1", 5, 6, 30);     // one field, in the trie
+    hset("h1", 200, 203, 80); // several, values > 64 bytes
+    hsetnx("h1", 300, 11);
+    hdel("h1", {Fld(1), Fld(2), Fld(77)});
+    hincr("h1", "cnt", 5, "5");
+    hincr("h1", "cnt", -7, "-2");
+    hincrf("h1", "fl", 1.5L, "1.5");
+    hincrf("h1", "fl", 2.25L, "3.75");
+    // h2: two fields, values > 64 bytes: a trie by value size; HDEL of the
+    // last field of a trie deletes the key (and its cells)
+    hset("h2", 0, 1, 100);
+    hset("h2", 1, 2, 70);
+    hdel("h2", {Fld(0)});
+    hdel("h2", {Fld(1)});
+    // hx: listpack counters, then HDEL of the last fields deletes the key
+    hincr("hx", "c", 3, "3");
+    hincrf("hx", "fl", 0.5L, "0.5");
+    hset("hx", 0, 1, 4);
+    hdel("hx", {"c", "fl"});
+    hdel("hx", {Fld(0)});
+    // s2: intset, then > 512 integers: intset -> trie; SREM, SPOP in the trie
+    sadd("s2", ints(0, 10), true);
+    sadd("s2", ints(10, 530), true);
+    sadd("s2", ints(5, 8), false);
+    spop("s2", 3);
+    // s1: intset -> listpack (a non-integer) -> trie (> 128 members)
+    sadd("s1", ints(1, 4), true);
+    sadd("s1", {"x"}, true);
+    sadd("s1", names("m", 0, 130), true);
+    sadd("s1", {"m0", "2"}, false);
+    // s3 (listpack), s4 (intset): SPOP one, SPOP all (deletes the key);
+    // then a member > 64 bytes makes s3 a (small) trie
+    sadd("s3", {"a", "b", "c", "m7"}, true);
+    spop("s3", 1);
+    sadd("s4", ints(7, 10), true);
+    spop("s4", 1);
+    spop("s4", 5);
+    // SMOVE trie -> listpack, listpack -> trie
+    smove("s1", "s3", "m5");
+    smove("s3", "s1", "a");
+    sadd("s3", {std::string(70, 'L')}, true);
+    // S*STORE over a key of another type: a string, then a trie hash
+    AggStep setstr;
+    setstr.name = "SET dst";
+    setstr.keys = {"dst"};
+    setstr.run = [](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+      return cache::Set(c, t, "dst", "zzzz");
+    };
+    setstr.apply = [](Model& m, const std::vector<std::string>&) {
+      m["dst"] = KeyState{};
+      m["dst"].kind = 's';
+      m["dst"].str = "zzzz";
+    };
+    v.push_back(setstr);
+    store(cache::SetAlgebra::kInter, "dst", {"s1", "s3"});
+    store(cache::SetAlgebra::kUnion, "h1", {"s3", "dst"});  // a trie hash becomes a trie set
+    // h4: a trie hash (values > 64 bytes) that expires (sweep); s1 (a trie
+    // set): expiry in the past (a delete)
+    hset("h4", 0, 3, 90);
+    AggStep exp;
+    exp.name = "EXPIRE h4 (then sweep)";
+    exp.keys = {"h4"};
+    exp.run = [](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+      bool changed;
+      Status st = cache::SetExpire(c, t, "h4", cache::NowMs(c) + 1000, cache::ExpireCond::kAlways, &changed);
+      if (st != Status::kOk) return st;
+      c.clock_skew_ms = 5000;
+      (void)cache::SweepExpired(c, t, 1u << 20, {});
+      c.clock_skew_ms = 0;
+      return Status::kOk;
+    };
+    exp.apply = [](Model& m, const std::vector<std::string>&) { m["h4"] = KeyState{}; };
+    v.push_back(exp);
+    AggStep past;
+    past.name = "EXPIRE s1 in the past";
+    past.keys = {"s1"};
+    past.run = [](cache::Ctx& c, const cache::TableRef& t, std::vector<std::string>*) {
+      bool changed;
+      return cache::SetExpire(c, t, "s1", cache::NowMs(c) - 1000, cache::ExpireCond::kAlways, &changed);
+    };
+    past.apply = [](Model& m, const std::vector<std::string>&) { m["s1"] = KeyState{}; };
+    v.push_back(past);
+    del("s2");  // DEL of a big trie
+    return v;
+  }();
+  return steps;
+}
+
+std::string CheckAgg(cache::Ctx& c, const cache::TableRef& t, const Progress& pr);
+// Set in a self-check run: RunAgg compares every key with the model after
+// every step (the model itself is tested, not only its final state).
+bool g_selfcheck = false;
+
+// Run the phase, marking progress; 0, or 20 when a step failed, 21 when the
+// self-check found the engine and the model apart.
+int RunAgg(cache::Ctx& c, const cache::TableRef& t, Progress* pr) {
+  const auto& steps = AggSteps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (pr) pr->started.store(static_cast<int>(i + 1));
+    std::vector<std::string> popped;
+    Status st = steps[i].run(c, t, &popped);
+    if (st != Status::kOk) {
+      std::fprintf(stderr, "aggregate step %zu (%s): %s\n", i, steps[i].name.c_str(),
+                   std::string(mem::StatusName(st)).c_str());
+      return 20;
+    }
+    if (pr) {
+      pr->npop[i] = static_cast<int>(std::min<size_t>(popped.size(), kMaxPop));
+      for (int j = 0; j < pr->npop[i]; ++j) {
+        std::snprintf(pr->pop[i][j], sizeof pr->pop[i][j], "%s", popped[j].c_str());
+      }
+      pr->finished.store(static_cast<int>(i + 1));
+      if (g_selfcheck && i + 1 >= kAggKeys.size()) {  // (after the DELs: the model starts empty)
+        if (std::string why = CheckAgg(c, t, *pr); !why.empty()) {
+          std::fprintf(stderr, "crash_points: model self-check: %s\n", why.c_str());
+          return 21;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+std::vector<std::string> Popped(const Progress& pr, size_t i) {
+  std::vector<std::string> r;
+  for (int j = 0; j < pr.npop[i]; ++j) r.push_back(pr.pop[i][j]);
+  return r;
+}
+
+bool ReadKey(cache::Ctx& c, const cache::TableRef& t, const std::string& key, KeyState* out,
+             std::string* err) {
+  *out = KeyState{};
+  std::string tn = cache::KeyType(c, t, key);
+  if (tn == "none") return true;
+  if (tn == "string") {
+    out->kind = 's';
+    return cache::GetString(c, t, key, &out->str) == Status::kOk || (*err = "GET failed", false);
+  }
+  if (tn == "hash") {
+    out->kind = 'h';
+    cache::FieldValues fv;
+    Status st = cache::HGetAll(c, t, key, cache::HPart::kBoth, &fv);
+    if (st != Status::kOk) return *err = "HGETALL: " + std::string(mem::StatusName(st)), false;
+    for (auto& [f, v] : fv) {
+      if (!out->h.emplace(f, v).second) return *err = "HGETALL: field " + f + " twice", false;
+    }
+    return true;
+  }
+  if (tn == "set") {
+    out->kind = 'S';
+    std::vector<std::string> ms;
+    Status st = cache::SMembers(c, t, key, &ms);
+    if (st != Status::kOk) return *err = "SMEMBERS: " + std::string(mem::StatusName(st)), false;
+    for (auto& x : ms) {
+      if (!out->s.insert(x).second) return *err = "SMEMBERS: member " + x + " twice", false;
+    }
+    return true;
+  }
+  *err = "unexpected type " + tn;
+  return false;
+}
+
+std::string Describe(const KeyState& k) {
+  switch (k.kind) {
+    case 0: return "absent";
+    case 's': return "string '" + k.str + "'";
+    case 'h': return "hash of " + std::to_string(k.h.size()) + " fields";
+    default: return "set of " + std::to_string(k.s.size()) + " members";
+  }
+}
+
+// The check: every aggregate key holds its state before the step in flight
+// or after it (exactly the state after the last finished step when none is
+// in flight). "" when all is well.
+std::string CheckAgg(cache::Ctx& c, const cache::TableRef& t, const Progress& pr) {
+  const auto& steps = AggSteps();
+  int started = pr.started.load(), finished = pr.finished.load();
+  if (finished > started || started > finished + 1 || started > static_cast<int>(steps.size())) {
+    return "aggregate progress page inconsistent";
+  }
+  Model before;
+  for (int i = 0; i < finished; ++i) steps[i].apply(before, Popped(pr, i));
+  Model after = before;
+  const AggStep* inflight = started > finished ? &steps[finished] : nullptr;
+  if (inflight && inflight->pop_key < 0) inflight->apply(after, {});
+  for (auto& key : kAggKeys) {
+    KeyState got;
+    std::string err;
+    if (!ReadKey(c, t, key, &got, &err)) return "aggregate key " + key + ": " + err;
+    const KeyState& b = before[key];
+    const KeyState& a = after[key];
+    if (got == b || got == a) continue;
+    if (inflight && inflight->pop_key >= 0 && inflight->keys[0] == key && got.kind != 's' &&
+        got.kind != 'h') {
+      // SPOP in flight: before, or before less min(count, size) of its members.
+      size_t want = b.s.size() - std::min<size_t>(inflight->pop_count, b.s.size());
+      bool sub = got.s.size() == want;
+      for (auto& x : got.s) sub = sub && b.s.count(x);
+      if (sub) continue;
+    }
+    return "aggregate key " + key + " is " + Describe(got) + ", neither as it was (" + Describe(b) +
+           ") nor as it would be (" + Describe(a) + ")" +
+           (inflight ? " at step " + std::to_string(finished) + " " + inflight->name
+                     : " after step " + std::to_string(finished));
+  }
+  return "";
+}
+
+// The bounded workload: every write path of the engine at least once; `pr`
+// (may be null) receives the aggregate phase's progress.
+int Workload(cache::Ctx& c, int round, Progress* pr) {
   cache::TableRef ta, to;
   if (cache::OpenCollection(c, "a", &ta) != Status::kOk ||
       cache::OpenCollection(c, "o", &to) != Status::kOk) {
@@ -98,6 +572,8 @@ int Workload(cache::Ctx& c, int round) {
     (void)cache::MoveKey(c, ta, to, "mv", "mv", cache::MoveMode::kCopy, true, &done);  // other table
     (void)cache::MoveKey(c, ta, ta, "sr", "ap", cache::MoveMode::kCopy, true, &done);
   }
+  // hashes and sets, small and trie encodings (checked against the model)
+  if (int rc = RunAgg(c, ta, pr); rc != 0) return rc;
   // expire: set a TTL, persist, and an expiry in the past (a delete)
   bool changed;
   (void)cache::SetExpire(c, ta, "k:1", now + 50000, cache::ExpireCond::kAlways, &changed);
@@ -143,8 +619,19 @@ int Workload(cache::Ctx& c, int round) {
   std::string tmp = "tmp" + std::to_string(round);
   if (cache::CreateCollection(c, tmp, co, &tt) == Status::kOk) {
     for (int i = 0; i < 40; ++i) (void)cache::Set(c, tt, "t:" + std::to_string(i), val(i, 9));
+    // FLUSHDB and the drop free tries too: a trie hash and a trie set here
+    auto tries = [&] {
+      std::vector<std::string> st;
+      for (int i = 0; i < 3; ++i) st.push_back(Fld(i)), st.push_back(FVal(i, 70));
+      std::vector<std::string_view> fv(st.begin(), st.end());
+      uint64_t n;
+      (void)cache::HSet(c, tt, "th", fv, &n);  // values > 64 bytes: a trie
+      (void)cache::SAdd(c, tt, "ts", fv, &n);  // members > 64 bytes: a trie
+    };
+    tries();
     (void)cache::ClearCollection(c, tt, nullptr);
     for (int i = 0; i < 10; ++i) (void)cache::Set(c, tt, "t:" + std::to_string(i), val(i, 9));
+    tries();
     (void)cache::RenameCollection(c, tmp, tmp + "r");
     (void)cache::ResizeCollection(c, tmp + "r", 64);
     (void)cache::DropCollection(c, tmp + "r");
@@ -179,8 +666,9 @@ void Seed(cache::Ctx& c) {
   c.alloc.FlushToGlobal();
 }
 
-// Check everything after a crash; "" when all is well.
-std::string Verify(mem::Arena& a, cache::Ctx& c) {
+// Check everything after a crash; "" when all is well. `pr`: the victim's
+// aggregate progress.
+std::string Verify(mem::Arena& a, cache::Ctx& c, const Progress& pr) {
   cache::AuditReport r = cache::Audit(c);
   if (!r.clean()) return "audit after repair: " + r.Summary();
   cache::TableRef ta, to;
@@ -203,7 +691,10 @@ std::string Verify(mem::Arena& a, cache::Ctx& c) {
     do {
       if (cache::ScanStep(c, *t, cursor, 64, all_values,
                           [&](const cache::ScanItem& it) {
-                            if (it.info.type == cache::kTypeInt) return;
+                            if (it.info.type == cache::kTypeInt || it.info.type == cache::kTypeHash ||
+                                it.info.type == cache::kTypeSet) {
+                              return;  // aggregates: CheckAgg below
+                            }
                             if (!WellFormed(std::string(it.value)) && bad.empty()) bad = std::string(it.key);
                           },
                           &cursor) != Status::kOk) {
@@ -212,24 +703,39 @@ std::string Verify(mem::Arena& a, cache::Ctx& c) {
     } while (cursor != 0 && ++steps < 100000);
     if (!bad.empty()) return "torn value under key " + bad;
   }
+  // Hashes and sets: each as it was or as it would be.
+  if (std::string why = CheckAgg(c, ta, pr); !why.empty()) return why;
   // The engine still works: the workload again, in a fresh child, in time.
+  // A run that nobody kills leaks nothing: the leaked cells (those of the
+  // killed victim) are the same after it.
+  Progress* pr2 = NewProgress();
+  if (!pr2) return "mmap failed";
   pid_t p = fork();
   if (p == 0) {
     mem::crash::Arm("", 0);
     alarm(20);
     cache::Ctx cw(a, 3);
-    int rc = Workload(cw, 1);
+    int rc = Workload(cw, 1, pr2);
     cw.alloc.Release();
     _exit(rc);
   }
   int st;
   waitpid(p, &st, 0);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    munmap(pr2, sizeof(Progress));
     return "the workload after repair did not complete (status " + std::to_string(st) + ")";
   }
   (void)cache::RepairDead(c);
   cache::AuditReport r2 = cache::Audit(c);
   if (!r2.clean()) return "audit after the second workload: " + r2.Summary();
+  if (r2.cells_leaked != r.cells_leaked || r2.large_leaked != r.large_leaked) {
+    return "the second workload (not killed) leaked: " + r.Summary() + " -> " + r2.Summary();
+  }
+  std::string why = pr2->finished.load() != static_cast<int>(AggSteps().size())
+                        ? "the second workload did not finish its aggregate phase"
+                        : CheckAgg(c, ta, *pr2);
+  munmap(pr2, sizeof(Progress));
+  if (!why.empty()) return "after the second workload: " + why;
   return "";
 }
 
@@ -260,11 +766,13 @@ int Trial(const std::string& site, uint64_t occ, bool* died) {
     (void)cache::InitCatalog(*a, 0xC0FFEE);
     cache::Ctx c(*a, 0);
     Seed(c);
+    Progress* pr = NewProgress();
+    if (!pr) _exit(2);
     pid_t v = fork();
     if (v == 0) {
       mem::crash::Arm(site, occ);
       cache::Ctx cv(*a, 1);
-      int rc = Workload(cv, 0);
+      int rc = Workload(cv, 0, pr);
       mem::crash::Arm("", 0);
       cv.alloc.Release();
       _exit(rc);
@@ -279,7 +787,7 @@ int Trial(const std::string& site, uint64_t occ, bool* died) {
       _exit(1);
     }
     (void)cache::RepairDead(c);  // what the supervisor does after reaping
-    std::string why = Verify(*a, c);
+    std::string why = Verify(*a, c, *pr);
     if (!why.empty()) {
       std::fprintf(stderr, "  FAIL %s #%llu: %s\n", site.c_str(), static_cast<unsigned long long>(occ),
                    why.c_str());
@@ -336,16 +844,24 @@ int main(int argc, char** argv) {
       cache::Ctx c(*a, 0);
       Seed(c);
     }
+    Progress* pr = NewProgress();
+    if (!pr) _exit(2);
     pid_t v = fork();
     if (v == 0) {
       cache::Ctx cv(*a, 1);
       mem::crash::StartRecording();
-      int rc = Workload(cv, 0);
+      int rc = Workload(cv, 0, pr);
       std::string out;
       for (auto& s : mem::crash::Recorded()) out += s.where + " " + std::to_string(s.occurrences) + "\n";
       FILE* f = fdopen(pfd[1], "w");
       std::fputs(out.c_str(), f);
       std::fclose(f);
+      if (rc == 0) {  // the workload again, the model checked after every step
+        g_selfcheck = true;
+        std::memset(static_cast<void*>(pr), 0, sizeof(Progress));
+        rc = Workload(cv, 1, pr);
+        if (rc == 0 && pr->finished.load() != static_cast<int>(AggSteps().size())) rc = 4;
+      }
       _exit(rc);
     }
     close(pfd[1]);
@@ -405,6 +921,13 @@ int main(int argc, char** argv) {
     ++checked;
     died += d;
     if (rc != 0) ++failed;
+    if (checked % 5000 == 0) {
+      std::printf("crash points: ... %llu of %zu checked, %llu failed (%.0f s)\n",
+                  static_cast<unsigned long long>(checked), trials.size(),
+                  static_cast<unsigned long long>(failed),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      std::fflush(stdout);
+    }
     if (failed >= 50) {
       std::printf("crash points: stopping after 50 failures\n");
       break;

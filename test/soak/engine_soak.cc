@@ -14,7 +14,18 @@
 //   4. afterwards: no bucket left locked or odd, and (without --crash) the
 //      entry count equals the records actually linked;
 //   5. a third collection is created, filled, renamed and dropped over and
-//      over while workers use it: every answer is ok, absent or stale.
+//      over while workers use it: every answer is ok, absent or stale;
+//   6. hashes and sets (a quarter of the ops; --no-agg turns them off), on
+//      trie encodings (> 128 fields) and listpacks:
+//      torn reads: writers HSET th:i a N b N (one command), readers HMGET
+//        a b: both present and equal; writers SADD / SREM a pair pNx pNy of
+//        ts:i, readers SMISMEMBER both: equal (and the final contents too);
+//      lost updates: HINCRBY on the fields of hc:i by every worker; the
+//        sum equals the acknowledged increments (with --crash: plus at
+//        most one in-flight per kill);
+//      trie churn: tries built (HSET of 130 fields, SUNIONSTORE) and
+//        removed (DEL, expiry + sweep, HDEL to empty): without kills not
+//        one cell may leak (the audit's count).
 // --crash K: the parent SIGKILLs a random worker or the maintenance process
 // K times during the run (restarting it on the same slot) and relies on the
 // engine's dead-holder repair.
@@ -25,6 +36,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,10 +54,17 @@ namespace {
 using mem::Status;
 
 constexpr int kCounters = 64;
+constexpr int kTornKeys = 8;      // th:i (hashes) and ts:i (sets)
+constexpr int kFiller = 140;      // filler fields: > 128, the trie encoding
+constexpr int kPairs = 200;       // member pairs of a ts:i
+constexpr int kHCounterKeys = 4;  // hc:0, hc:1 tries; hc:2, hc:3 listpacks
+constexpr int kHCounterFields = 16;
+constexpr int kChurnTries = 16;   // tk:i, built and removed
 constexpr int kMaxWorkers = 16;
 
 struct alignas(64) WorkerStats {
   std::atomic<uint64_t> ops, gets, hits, sets, dels, incr_ok, inflight, torn, lost, errors, scans;
+  std::atomic<uint64_t> agg_ops, agg_torn, hincr_ok, hinflight, trie_builds, trie_drops;
 };
 
 struct Shared {
@@ -62,6 +81,7 @@ struct Config {
   int keys = 20000;  // churn keys per collection
   int immortal = 5000;
   int crash = 0;
+  bool agg = true;
   uint64_t seed = 1;
 };
 
@@ -75,6 +95,11 @@ uint64_t Rng(uint64_t& s) {
 std::string ImmortalKey(int i) { return "imm:" + std::to_string(i); }
 std::string ChurnKey(uint64_t i) { return "churn:" + std::to_string(i); }
 std::string CounterKey(int i) { return "ctr:" + std::to_string(i); }
+std::string TornHash(int i) { return "th:" + std::to_string(i); }
+std::string TornSet(int i) { return "ts:" + std::to_string(i); }
+std::string HCounterKey(int i) { return "hc:" + std::to_string(i); }
+std::string PairX(int p) { return "p" + std::to_string(p) + "x"; }
+std::string PairY(int p) { return "p" + std::to_string(p) + "y"; }
 
 void Fail(Shared* sh, const char* what) {
   char expected = 0;
@@ -89,6 +114,106 @@ bool AllEqual(const char* p, size_t n) {
     if (p[i] != p[0]) return false;
   }
   return true;
+}
+
+// One aggregate op of a worker (invariant 6). All on the "grow" collection,
+// which splits and merges under them.
+void AggOp(cache::Ctx& c, const cache::TableRef& t, Shared* sh, WorkerStats& st, uint64_t r) {
+  using SV = std::string_view;
+  st.agg_ops.fetch_add(1, std::memory_order_relaxed);
+  int k = static_cast<int>((r >> 8) % kTornKeys);
+  uint64_t op = (r >> 16) % 100;
+  auto bad = [&](Status s, const char* what) {
+    st.errors.fetch_add(1);
+    Fail(sh, (std::string(what) + ": " + std::string(mem::StatusName(s))).c_str());
+  };
+  if (op < 20) {  // HSET th:k a N b N (N: 1..90 bytes, a trie entry either way)
+    std::string n = std::to_string(r >> 20);
+    n.resize(1 + (r >> 24) % 90, static_cast<char>('0' + (r >> 4) % 10));
+    std::string k0 = TornHash(k);
+    SV fv[] = {"a", n, "b", n};
+    uint64_t added;
+    if (Status s = cache::HSet(c, t, k0, fv, &added); s != Status::kOk) bad(s, "HSET a N b N");
+  } else if (op < 40) {  // HMGET th:k a b: equal
+    SV f[] = {"a", "b"};
+    std::vector<std::optional<std::string>> out;
+    Status s = cache::HMGet(c, t, TornHash(k), f, &out);
+    if (s != Status::kOk) return bad(s, "HMGET");
+    if (out.size() != 2 || !out[0] || !out[1] || *out[0] != *out[1]) {
+      st.agg_torn.fetch_add(1);
+      Fail(sh, ("torn HMGET of " + TornHash(k) + " a b").c_str());
+    }
+  } else if (op < 45) {  // the filler moves: the trie's paths change under the readers
+    std::string f = "f" + std::to_string((r >> 24) % kFiller), v(1 + (r >> 32) % 100, 'v');
+    SV fv[] = {f, v};
+    uint64_t n;
+    Status s = (r >> 40) % 2 ? cache::HSet(c, t, TornHash(k), fv, &n)
+                             : cache::HDel(c, t, TornHash(k), std::span<const SV>(fv, 1), &n);
+    if (s != Status::kOk && s != Status::kNotFound) bad(s, "HSET/HDEL filler");
+  } else if (op < 60) {  // SADD / SREM of a pair
+    int p = static_cast<int>((r >> 24) % kPairs);
+    std::string x = PairX(p), y = PairY(p);
+    SV m[] = {x, y};
+    uint64_t n;
+    Status s = (r >> 40) % 2 ? cache::SAdd(c, t, TornSet(k), m, &n) : cache::SRem(c, t, TornSet(k), m, &n);
+    if (s != Status::kOk && s != Status::kNotFound) bad(s, "SADD/SREM pair");
+  } else if (op < 75) {  // SMISMEMBER of a pair: both or neither
+    int p = static_cast<int>((r >> 24) % kPairs);
+    std::string x = PairX(p), y = PairY(p);
+    SV m[] = {x, y};
+    std::vector<bool> in;
+    Status s = cache::SMIsMember(c, t, TornSet(k), m, &in);
+    if (s != Status::kOk) return bad(s, "SMISMEMBER");
+    if (in.size() != 2 || in[0] != in[1]) {
+      st.agg_torn.fetch_add(1);
+      Fail(sh, ("torn SMISMEMBER of " + TornSet(k) + " " + x + " " + y).c_str());
+    }
+  } else if (op < 95) {  // HINCRBY: lost-update check
+    int ki = static_cast<int>((r >> 24) % kHCounterKeys);
+    std::string f = "c" + std::to_string((r >> 32) % kHCounterFields);
+    int64_t res;
+    st.hinflight.store(1);
+    Status s = cache::HIncrBy(c, t, HCounterKey(ki), f, 1, &res);
+    if (s == Status::kOk) st.hincr_ok.fetch_add(1);
+    st.hinflight.store(0);
+    if (s != Status::kOk) bad(s, "HINCRBY");
+  } else {  // trie churn: build a trie, or remove one (DEL / expiry / HDEL to empty / replace)
+    std::string tk = "tk:" + std::to_string((r >> 24) % kChurnTries);
+    uint64_t how = (r >> 32) % 5;
+    cache::ReadInfo ri;
+    Status p = cache::Probe(c, t, tk, &ri);
+    if (p == Status::kNotFound) {
+      std::vector<std::string> store;
+      for (int i = 0; i < 130; ++i) store.push_back("f" + std::to_string(i)), store.push_back("v" + std::to_string(r));
+      std::vector<SV> fv(store.begin(), store.end());
+      uint64_t n;
+      Status s = how == 0 ? cache::SCombineStore(c, t, cache::SetAlgebra::kUnion, tk,
+                                                 std::vector<SV>{TornSet(k)}, &n)
+                          : cache::HSet(c, t, tk, fv, &n);
+      // kWrongType: another worker built it as the other type meanwhile
+      if (s != Status::kOk && s != Status::kWrongType) return bad(s, "trie build");
+      if (s == Status::kOk) st.trie_builds.fetch_add(1);
+      return;
+    }
+    Status s = Status::kOk;
+    if (how <= 1) {
+      s = cache::Del(c, t, tk);
+    } else if (how == 2) {
+      bool changed;
+      s = cache::SetExpire(c, t, tk, cache::NowMs(c) + 20, cache::ExpireCond::kAlways, &changed);
+    } else if (how == 3 && ri.type == cache::kTypeHash) {
+      std::vector<std::string> fs;
+      for (int i = 0; i < 130; ++i) fs.push_back("f" + std::to_string(i));
+      std::vector<SV> f(fs.begin(), fs.end());
+      uint64_t n;
+      s = cache::HDel(c, t, tk, f, &n);
+    } else {  // replaced by a set (SUNIONSTORE over a key of any type)
+      uint64_t n;
+      s = cache::SCombineStore(c, t, cache::SetAlgebra::kInter, tk, std::vector<SV>{TornSet(k), TornSet((k + 1) % kTornKeys)}, &n);
+    }
+    if (s != Status::kOk && s != Status::kNotFound && s != Status::kWrongType) return bad(s, "trie drop");
+    if (s == Status::kOk) st.trie_drops.fetch_add(1);
+  }
 }
 
 [[noreturn]] void Worker(mem::Arena& a, Shared* sh, const Config& cfg, int idx) {
@@ -138,6 +263,10 @@ bool AllEqual(const char* p, size_t n) {
     const cache::TableRef& t = ovf ? to : tg;
     uint64_t op = r % 100;
     st.ops.fetch_add(1, std::memory_order_relaxed);
+    if (cfg.agg && (r >> 44) % 4 == 0) {
+      AggOp(c, tg, sh, st, Rng(rng));
+      continue;
+    }
     if ((r >> 56) % 64 == 0) {
       // A collection that the maintainer creates, renames and drops while we
       // use it: every answer must be a clean one (ok, absent, or stale).
@@ -271,6 +400,77 @@ pid_t Spawn(mem::Arena& a, Shared* sh, const Config& cfg, int idx) {
 
 int RunOn(mem::Arena* a, const Config& cfg);
 
+// Invariant 6's keys: th:i tries (filler + a = b), ts:i tries (every pair),
+// hc:0 / hc:1 tries with filler, hc:2 / hc:3 absent (they start as listpacks).
+bool SeedAgg(cache::Ctx& c, const cache::TableRef& t) {
+  using SV = std::string_view;
+  std::vector<std::string> fill;
+  for (int i = 0; i < kFiller; ++i) fill.push_back("f" + std::to_string(i)), fill.push_back("v");
+  std::vector<SV> fv(fill.begin(), fill.end());
+  uint64_t n;
+  for (int i = 0; i < kTornKeys; ++i) {
+    SV ab[] = {"a", "0", "b", "0"};
+    if (cache::HSet(c, t, TornHash(i), fv, &n) != Status::kOk ||
+        cache::HSet(c, t, TornHash(i), ab, &n) != Status::kOk) {
+      return false;
+    }
+    std::vector<std::string> ms;
+    for (int p = 0; p < kPairs; ++p) ms.push_back(PairX(p)), ms.push_back(PairY(p));
+    std::vector<SV> m(ms.begin(), ms.end());
+    if (cache::SAdd(c, t, TornSet(i), m, &n) != Status::kOk) return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (cache::HSet(c, t, HCounterKey(i), fv, &n) != Status::kOk) return false;
+  }
+  std::string enc;
+  return cache::AggregateEncoding(c, t, TornHash(0), &enc) == Status::kOk && enc == "hashtable" &&
+         cache::AggregateEncoding(c, t, TornSet(0), &enc) == Status::kOk && enc == "hashtable";
+}
+
+// Invariant 6 after the run; failures through fail(). *sum = the HINCRBY total.
+template <class F>
+void CheckAgg(cache::Ctx& c, const cache::TableRef& t, uint64_t* sum, F&& fail) {
+  *sum = 0;
+  for (int i = 0; i < kHCounterKeys; ++i) {
+    cache::FieldValues fv;
+    Status s = cache::HGetAll(c, t, HCounterKey(i), cache::HPart::kBoth, &fv);
+    if (s != Status::kOk && s != Status::kNotFound) fail("HGETALL " + HCounterKey(i));
+    for (auto& [f, v] : fv) {
+      if (f[0] == 'c') *sum += std::strtoull(v.c_str(), nullptr, 10);
+    }
+  }
+  for (int i = 0; i < kTornKeys; ++i) {
+    cache::FieldValues fv;
+    if (cache::HGetAll(c, t, TornHash(i), cache::HPart::kBoth, &fv) != Status::kOk) {
+      fail("HGETALL " + TornHash(i));
+      continue;
+    }
+    std::string a, b;
+    for (auto& [f, v] : fv) {
+      if (f == "a") a = v;
+      if (f == "b") b = v;
+    }
+    if (a.empty() || a != b) fail("final " + TornHash(i) + ": a != b");
+    std::vector<std::string> ms;
+    if (cache::SMembers(c, t, TornSet(i), &ms) != Status::kOk) {
+      fail("SMEMBERS " + TornSet(i));
+      continue;
+    }
+    std::vector<int> cnt(kPairs, 0);
+    for (auto& m : ms) {
+      int p = std::atoi(m.c_str() + 1);
+      if (p >= 0 && p < kPairs && (m == PairX(p) || m == PairY(p))) ++cnt[p];
+      else fail("final " + TornSet(i) + ": stray member " + m);
+    }
+    for (int p = 0; p < kPairs; ++p) {
+      if (cnt[p] == 1) {
+        fail("final " + TornSet(i) + ": half of pair " + std::to_string(p));
+        break;
+      }
+    }
+  }
+}
+
 int Run(const Config& cfg) {
   mem::ArenaOptions o;
   o.arena_mb = 128;
@@ -311,6 +511,10 @@ int RunOn(mem::Arena* a, const Config& cfg) {
         return 2;
       }
     }
+    if (cfg.agg && !SeedAgg(c, tg)) {
+      std::fprintf(stderr, "soak: seeding hashes and sets failed\n");
+      return 2;
+    }
     // Pre-fork: give the parent's private cells back; the children never
     // use the parent's slot.
     c.alloc.FlushToGlobal();
@@ -323,7 +527,7 @@ int RunOn(mem::Arena* a, const Config& cfg) {
   auto end = t0 + std::chrono::seconds(cfg.seconds);
   uint64_t rng = cfg.seed * 31 + 7;
   int kills = 0, maint_kills = 0;
-  uint64_t uncertain = 0;
+  uint64_t uncertain = 0, huncertain = 0;
   if (cfg.crash > 0) {
     auto gap = std::chrono::microseconds(cfg.seconds * 1000000LL / (cfg.crash + 1));
     while (kills < cfg.crash && std::chrono::steady_clock::now() < end) {
@@ -339,6 +543,7 @@ int RunOn(mem::Arena* a, const Config& cfg) {
         maint = Spawn(*a, sh, cfg, -1);
       } else {
         uncertain += sh->w[victim].inflight.exchange(0);
+        huncertain += sh->w[victim].hinflight.exchange(0);
         pids[victim] = Spawn(*a, sh, cfg, victim);
       }
     }
@@ -390,6 +595,22 @@ int RunOn(mem::Arena* a, const Config& cfg) {
     scans += sh->w[i].scans.load();
   }
   if (scans == 0) fail("no SCAN ran during the soak");
+  uint64_t hsum = 0, hacked = 0, agg_ops = 0, agg_torn = 0, builds = 0, drops = 0;
+  if (cfg.agg) {
+    CheckAgg(c, tg, &hsum, fail);
+    for (int i = 0; i < cfg.procs; ++i) {
+      hacked += sh->w[i].hincr_ok.load();
+      agg_ops += sh->w[i].agg_ops.load();
+      agg_torn += sh->w[i].agg_torn.load();
+      builds += sh->w[i].trie_builds.load();
+      drops += sh->w[i].trie_drops.load();
+    }
+    if (hsum < hacked || hsum > hacked + huncertain) {
+      fail("HINCRBY sum " + std::to_string(hsum) + " != acknowledged increments " +
+           std::to_string(hacked) + " (+ up to " + std::to_string(huncertain) + " in flight)");
+    }
+    if (agg_ops == 0 || hacked == 0 || builds == 0 || drops == 0) fail("the aggregate workload did not run");
+  }
   if (sum < acked || sum > acked + uncertain) {
     fail("counter sum " + std::to_string(sum) + " != acknowledged increments " +
          std::to_string(acked) + " (+ up to " + std::to_string(uncertain) + " in flight)");
@@ -399,6 +620,13 @@ int RunOn(mem::Arena* a, const Config& cfg) {
   if (!post.clean()) fail("audit after repair: " + post.Summary());
   if (cfg.crash == 0 && post.cells_leaked + post.large_leaked != 0) {
     fail("cells leaked without kills: " + post.Summary());
+  }
+  // With kills: a killed process leaks at most what one op had in flight
+  // (a trie under construction or being freed: hundreds of cells), not a
+  // structure per removal.
+  constexpr uint64_t kLeakPerKill = 10000;
+  if (cfg.crash > 0 && post.cells_leaked > kLeakPerKill * static_cast<uint64_t>(kills)) {
+    fail("more cells leaked than " + std::to_string(kLeakPerKill) + " per kill: " + post.Summary());
   }
   std::printf("audit: %s\n", post.Summary().c_str());
   // Every bucket unlocked and even; immortal keys found by a full SCAN.
@@ -451,6 +679,15 @@ int RunOn(mem::Arena* a, const Config& cfg) {
               static_cast<unsigned long long>(gi.stats[cache::kStatRepairs] +
                                               oi.stats[cache::kStatRepairs]),
               repaired, static_cast<unsigned long long>(scans), failures ? "*** FAIL ***" : "PASS");
+  if (cfg.agg) {
+    std::printf("SOAK AGGREGATES ops=%llu torn=%llu hincrby_sum=%llu acked=%llu tries built=%llu removal ops=%llu "
+                "(audit: %llu aggregates, %llu trie entries)\n",
+                static_cast<unsigned long long>(agg_ops), static_cast<unsigned long long>(agg_torn),
+                static_cast<unsigned long long>(hsum), static_cast<unsigned long long>(hacked),
+                static_cast<unsigned long long>(builds), static_cast<unsigned long long>(drops),
+                static_cast<unsigned long long>(post.aggregates),
+                static_cast<unsigned long long>(post.aggregate_entries));
+  }
   munmap(sh, sizeof(Shared));
   c.alloc.FlushToGlobal();
   return failures ? 1 : 0;
@@ -469,10 +706,11 @@ int main(int argc, char** argv) {
     else if (a == "--immortal") cfg.immortal = next();
     else if (a == "--crash") cfg.crash = next();
     else if (a == "--seed") cfg.seed = static_cast<uint64_t>(next());
+    else if (a == "--no-agg") cfg.agg = false;
     else {
       std::fprintf(stderr,
                    "usage: engine_soak [--procs N] [--seconds S] [--keys K] [--immortal I] "
-                   "[--crash KILLS] [--seed N]\n");
+                   "[--crash KILLS] [--seed N] [--no-agg]\n");
       return 2;
     }
   }

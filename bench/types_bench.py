@@ -9,6 +9,7 @@ reaped children and every live child) and divides by the requests served.
 Runs alternate redis, perfcached. Usage: see bench/types.sh."""
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -271,12 +272,25 @@ EXPECT_ENC = {"hpack": "listpack", "htrie": "hashtable", "h10": "listpack",
               "spack": "listpack", "sint": "intset", "strie": "hashtable"}
 
 
+def sys_busy():
+    """Non-idle ticks of the whole machine (iowait and idle excluded)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+
+
+def children_ticks():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (ru.ru_utime + ru.ru_stime) * CLK_TCK
+
+
 def run_rb(srv, extra, n, p, tmp, tag):
     """One redis-benchmark run; returns dict(rps, p99, ticks, n, seconds)."""
     args = [REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", str(srv.port), "-c", str(CLIENTS),
             "-P", str(p), "-n", str(n), "--csv"] + extra
     k0 = kids(srv.pid)
     c0 = srv.cpu()
+    b0, ch0 = sys_busy(), children_ticks()
     t0 = time.time()
     try:
         r = subprocess.run(args, capture_output=True, text=True, timeout=180)
@@ -284,6 +298,7 @@ def run_rb(srv, extra, n, p, tmp, tag):
         raise Broken("redis-benchmark timed out against %s (%s)" % (srv.name, tag))
     t1 = time.time()
     c1 = srv.cpu()
+    b1, ch1 = sys_busy(), children_ticks()
     if r.returncode != 0:
         raise Broken("redis-benchmark exited %d against %s (%s): %s" % (
             r.returncode, srv.name, tag, (r.stdout + r.stderr)[-500:]))
@@ -300,10 +315,12 @@ def run_rb(srv, extra, n, p, tmp, tag):
     except (KeyError, ValueError, IndexError):
         raise Broken("cannot parse redis-benchmark --csv (%s %s): %r" % (srv.name, tag, r.stdout[-300:]))
     ticks = c1 - c0
+    # other load: CPUs busy with anything but this server and redis-benchmark
+    other = max(0.0, (b1 - b0) - ticks - (ch1 - ch0)) / CLK_TCK / max(t1 - t0, 1e-3)
     res = dict(rps=rps, p99=p99, ticks=ticks, n=n, seconds=round(t1 - t0, 3),
-               cpu_us=ticks / CLK_TCK / n * 1e6)
-    say("  %-40s P%-2d %-10s %9.0f rps  p99 %6.3f ms  cpu %.3f us/req  %.2f s" % (
-        tag, p, srv.name, rps, p99, res["cpu_us"], t1 - t0))
+               cpu_us=ticks / CLK_TCK / n * 1e6, other_cpus=round(other, 2))
+    say("  %-40s P%-2d %-10s %9.0f rps  p99 %6.3f ms  cpu %.3f us/req  %.2f s  other load %.2f CPUs" % (
+        tag, p, srv.name, rps, p99, res["cpu_us"], t1 - t0, other))
     return res
 
 
@@ -528,16 +545,19 @@ def report(o):
                                    o["date"], " ".join(o["loadavg"])))
     print("one run per cell, redis then perfcached; CPU = server utime+stime / requests "
           "(perfcached: supervisor + all workers)")
+    print("other load r/p = CPUs busy with other processes (not the server, not redis-benchmark) during "
+          "the redis / perfcached run: above ~0.25 the cell is disturbed")
     print()
     hdr = ("workload", "P", "requests", "redis rps", "perfcached rps", "ratio",
-           "redis cpu us/req", "perfcached cpu us/req", "cpu ratio")
-    w = (40, 2, 8, 10, 14, 6, 16, 21, 9)
+           "redis cpu us/req", "perfcached cpu us/req", "cpu ratio", "other load r/p")
+    w = (40, 2, 8, 10, 14, 6, 16, 21, 9, 14)
     print("  ".join(h.ljust(x) if i == 0 else h.rjust(x) for i, (h, x) in enumerate(zip(hdr, w))))
     for r in o["workloads"] + o["big_rows"]:
         row = (r["workload"], str(r["pipeline"]), str(r["redis"]["n"]),
                fmt(r["redis"]["rps"], "%.0f"), fmt(r["perfcached"]["rps"], "%.0f"),
                fmt(r["rps_ratio"], "%.2fx"), fmt(r["redis"]["cpu_us"], "%.3f"),
-               fmt(r["perfcached"]["cpu_us"], "%.3f"), fmt(r["cpu_ratio"], "%.2fx"))
+               fmt(r["perfcached"]["cpu_us"], "%.3f"), fmt(r["cpu_ratio"], "%.2fx"),
+               "%.2f/%.2f" % (r["redis"]["other_cpus"], r["perfcached"]["other_cpus"]))
         print("  ".join(v.ljust(x) if i == 0 else v.rjust(x) for i, (v, x) in enumerate(zip(row, w))))
     b = o["big_results"]
     print()

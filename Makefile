@@ -245,6 +245,7 @@ check-tsan: deps
 bench: deps all
 	$(Q)bench/engine
 	$(Q)bench/resp.sh
+	$(Q)bench/types.sh
 	$(Q)bench/mi_impact.sh
 
 format-check:

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "cache/audit.h"
+#include "cache/encoding.h"
 #include "cache/internal.h"
 #include "cache/table.h"
 #include "mem/arena.h"
@@ -497,6 +498,10 @@ int RunOn(mem::Arena* a, const Config& cfg) {
   cache::TableRef tg, to;
   {
     cache::Ctx c(*a, 0);
+    // SeedAgg's filler (kFiller fields) must make every torn hash a trie.
+    cache::DictLimits lim = cache::GetDictLimits(c);
+    lim.hash_pack_entries = 128;
+    cache::SetDictLimits(c, lim);
     cache::CollectionOptions g;
     g.buckets = 16;
     (void)cache::CreateCollection(c, "grow", g, &tg);

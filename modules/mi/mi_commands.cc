@@ -136,6 +136,56 @@ void Walk(Env& e, const cache::TableRef& t, const std::string& glob, bool values
   } while (cursor != 0 && !stop);
 }
 
+// The type names TYPE answers.
+const char* TypeName(uint8_t type) {
+  switch (type) {
+    case cache::kTypeHash: return "hash";
+    case cache::kTypeSet: return "set";
+    default: return "string";
+  }
+}
+
+// A key's value as the MI shows it, read through the same Ops as the RESP
+// door: a string (an INCR counter in decimal), a hash as {field: value}, a
+// set as [member, ...]; *size = bytes of a string, fields / members of an
+// aggregate. A key whose type changes under us is read again.
+mem::Status ReadValue(Env& e, const cache::TableRef& t, std::string_view key, Json* value,
+                      uint64_t* size, cache::ReadInfo* ri) {
+  cache::Ctx& c = *e.pc.ctx;
+  for (int round = 0; round < 8; ++round) {
+    mem::Status s = cache::Probe(c, t, key, ri);
+    if (s != mem::Status::kOk) return s;
+    if (ri->type == cache::kTypeHash) {
+      cache::FieldValues fv;
+      s = cache::HGetAll(c, t, key, cache::HPart::kBoth, &fv);  // the HGETALL Op
+      if (s == mem::Status::kWrongType || s == mem::Status::kNotFound) continue;
+      if (s != mem::Status::kOk) return s;
+      *value = Json::object();
+      for (auto& [f, v] : fv) (*value)[f] = v;
+      *size = fv.size();
+      return s;
+    }
+    if (ri->type == cache::kTypeSet) {
+      std::vector<std::string> ms;
+      s = cache::SMembers(c, t, key, &ms);  // the SMEMBERS Op
+      if (s == mem::Status::kWrongType || s == mem::Status::kNotFound) continue;
+      if (s != mem::Status::kOk) return s;
+      *value = ms;
+      *size = ms.size();
+      return s;
+    }
+    std::string v;
+    s = cache::GetString(c, t, key, &v, ri);
+    if (s == mem::Status::kNotFound) continue;
+    if (s != mem::Status::kOk) return s;
+    if (ri->type != cache::kTypeString && ri->type != cache::kTypeInt) continue;  // changed type
+    *size = v.size();
+    *value = std::move(v);
+    return s;
+  }
+  return mem::Status::kBusy;
+}
+
 }  // namespace
 
 void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
@@ -391,16 +441,19 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
       [e](const Params& p) {
         cache::TableRef t;
         Response err;
-        std::string key, v, msg;
+        std::string key, msg;
         if (!p.GetString("key", &key, &msg)) return mi::MiParamError(msg);
         if (!Table(*e, p, &t, &err)) return err;
         cache::ReadInfo ri;
-        if (cache::GetString(*e->pc.ctx, t, key, &v, &ri) != mem::Status::kOk) {
-          return mi::MiError(404, "key not found");
-        }
+        Json v;
+        uint64_t size = 0;
+        mem::Status s = ReadValue(*e, t, key, &v, &size, &ri);
+        if (s == mem::Status::kNotFound) return mi::MiError(404, "key not found");
+        if (s != mem::Status::kOk) return mi::MiError(500, "busy key, try again");
         return mi::MiResult(Json{{"key", key},
-                                 {"value", v},
-                                 {"size", v.size()},
+                                 {"type", TypeName(ri.type)},
+                                 {"value", std::move(v)},
+                                 {"size", size},
                                  {"ttl", TtlSeconds(ri, cache::NowMs(*e->pc.ctx))}});
       });
   Add(r, "perfcached", "perf_probe", "a key's size and TTL, never the value",
@@ -414,7 +467,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (cache::Probe(*e->pc.ctx, t, key, &ri) != mem::Status::kOk) {
           return mi::MiError(404, "key not found");
         }
+        // size: the stored bytes (of a hash or set, its root record's).
         return mi::MiResult(Json{{"key", key},
+                                 {"type", TypeName(ri.type)},
                                  {"size", ri.vlen},
                                  {"ttl", TtlSeconds(ri, cache::NowMs(*e->pc.ctx))}});
       });
@@ -481,7 +536,19 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         return false;
       }
       Json k{{"key", std::string(it.key)}, {"ttl", TtlSeconds(it.info, now)}};
-      if (values) k["value"] = std::string(it.value);
+      if (values) {
+        k["type"] = TypeName(it.info.type);
+        if (it.info.type == cache::kTypeString) {
+          k["value"] = std::string(it.value);
+        } else {  // a counter's 8 bytes, an aggregate's encoding: read it as perf_get does
+          Json v;
+          uint64_t size;
+          cache::ReadInfo ri;
+          if (ReadValue(*e, t, it.key, &v, &size, &ri) != mem::Status::kOk) return true;  // gone
+          k["type"] = TypeName(ri.type);
+          k["value"] = std::move(v);
+        }
+      }
       keys.push_back(std::move(k));
       return true;
     });

@@ -41,6 +41,34 @@ class MiFifo(unittest.TestCase):
             self.assertIn(n, names)
         self.assertIn(["glob", "collection", "limit"], self.call("which", {"command": "perf_keys"})["result"])
 
+    def test_perf_get_and_dump_show_types(self):
+        # Regression: perf_get / perf_dump returned a hash's or set's internal
+        # encoding (a trie's root offset) and a counter's 8 raw bytes.
+        r = redis.Redis(port=self.d.port, socket_timeout=5)
+        r.hset("ty:h", mapping={"a": "1", "b": "2"})
+        r.hset("ty:big", mapping={"f%d" % i: "v%d" % i for i in range(600)})  # a trie
+        r.sadd("ty:s", "x", "y")
+        r.sadd("ty:i", 1, 2, 3)  # an intset
+        r.set("ty:n", 41)
+        r.incr("ty:n")
+        got = self.call("perf_get", {"key": "ty:h"})["result"]
+        self.assertEqual((got["type"], got["value"], got["size"]), ("hash", {"a": "1", "b": "2"}, 2))
+        got = self.call("perf_get", ["ty:big"])["result"]
+        self.assertEqual((got["type"], got["size"], got["value"]["f599"]), ("hash", 600, "v599"))
+        got = self.call("perf_get", ["ty:s"])["result"]
+        self.assertEqual((got["type"], sorted(got["value"]), got["size"]), ("set", ["x", "y"], 2))
+        got = self.call("perf_get", ["ty:i"])["result"]
+        self.assertEqual(sorted(got["value"]), ["1", "2", "3"])
+        got = self.call("perf_get", ["ty:n"])["result"]
+        self.assertEqual((got["type"], got["value"]), ("string", "42"))
+        dump = {k["key"]: k for k in self.call("perf_dump", ["ty:*"])["result"]["keys"]}
+        self.assertEqual(dump["ty:h"]["value"], {"a": "1", "b": "2"})
+        self.assertEqual(len(dump["ty:big"]["value"]), 600)
+        self.assertEqual(sorted(dump["ty:s"]["value"]), ["x", "y"])
+        self.assertEqual((dump["ty:n"]["type"], dump["ty:n"]["value"]), ("string", "42"))
+        self.assertEqual(self.call("perf_probe", ["ty:s"])["result"]["type"], "set")
+        self.assertEqual(self.call("perf_del", ["ty:*"])["result"]["deleted"], 5)
+
     def test_perf_commands_over_fifo(self):
         r = redis.Redis(port=self.d.port, socket_timeout=5)
         r.set("sess-a", "A", ex=100)
@@ -180,7 +208,7 @@ class MiDatagram(unittest.TestCase):
         dump = self.call("perf_dump", ["sc:1?", "0", "100"])["result"]
         self.assertEqual({k["key"]: k["value"] for k in dump["keys"]}["sc:12"], "v12")
         probe = self.call("perf_probe", ["sc:5"])["result"]
-        self.assertEqual(probe, {"key": "sc:5", "size": 2, "ttl": -1})
+        self.assertEqual(probe, {"key": "sc:5", "type": "string", "size": 2, "ttl": -1})
         shm = self.call("mem_shm_dump")["result"]
         self.assertIn("slab_classes", shm)
         self.assertGreater(shm["used_bytes"], 0)

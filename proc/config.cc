@@ -497,6 +497,15 @@ bool FinishConfig(Config* c, std::string* err) {
       c->collections.push_back(CollectionConfig{std::to_string(i), 1024, 4, false, 0});
     }
   }
+  for (const auto& cc : c->collections) {
+    // A name that starts with '#' or holds " #" would read back from the
+    // dumped file (perfcached -C, MI) as a comment (found by config_fuzz).
+    if (cc.name[0] == '#' || cc.name.find(" #") != std::string::npos) {
+      *err = (cc.line ? c->source + ":" + std::to_string(cc.line) + ": " : std::string()) +
+             "[collection " + cc.name + "]: a collection name may not start with '#' or hold ' #'";
+      return false;
+    }
+  }
   if (c->arena_cap_mb != 0 && c->arena_cap_mb < c->arena_mb) {
     *err = Where(*c, "memory.arena_cap_mb") + "[memory] arena_cap_mb (" + std::to_string(c->arena_cap_mb) +
            ") is below arena_mb (" + std::to_string(c->arena_mb) + ")";

@@ -290,6 +290,14 @@ TEST(Config, SyntaxErrors) {
   STRCMP_EQUAL("<ok>", LoadErr("[daemon] # the daemon\nworkers = 1\n").c_str());
 }
 
+// config_fuzz: a collection name starting with '#' (or holding " #") loaded,
+// but its dump read back as a comment and failed to load.
+TEST(Config, CollectionNameThatReadsBackAsACommentIsRefused) {
+  STRCMP_EQUAL("F:1: [collection #\t-]: a collection name may not start with '#' or hold ' #'",
+               FinishErr("[collection   \t#\t-\t]\n").c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[collection a\t#b]\nbuckets = 64\n").c_str());
+}
+
 TEST(Config, MissingFile) {
   Config c;
   std::string err;

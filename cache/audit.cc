@@ -10,6 +10,8 @@
 
 #include "cache/dict.h"
 #include "mem/atomic_copy.h"
+#include "mem/page.h"
+#include "mem/slab.h"
 
 namespace cache {
 
@@ -222,31 +224,9 @@ struct Auditor {
   void Memory() {
     mem::ArenaHeader* ah = a.hdr();
     DeadCheck(ah->group_lock, "group lock");
-    uint64_t live_by_class[mem::kNumClasses] = {}, free_by_class[mem::kNumClasses] = {};
-    if (!o.live) {
-      for (auto& [cell, st] : cells) {
-        uint8_t cls = mem::LoadRelaxed8(a.At(cell));
-        if (cls < mem::kNumClasses && st == 1) ++live_by_class[cls];
-      }
-    }
-    for (int cls = 0; cls < mem::kNumClasses; ++cls) {
-      mem::SlabPool* p = mem::PoolAt(a, cls);
-      DeadCheck(p->lock, "pool " + std::to_string(cls));
-      if (o.live) continue;
-      uint64_t guard = p->cells_total.load() + 1;
-      for (Off cur = p->head; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
-        if (guard-- == 0) {
-          Error("pool " + std::to_string(cls) + ": list longer than the class (a cycle)");
-          break;
-        }
-        if (mem::CellBound(a, cur) == 0 || mem::LoadRelaxed8(a.At(cur)) != cls) {
-          Error("pool " + std::to_string(cls) + ": foreign cell on the list");
-          break;
-        }
-        Mark(cur, 2, "pool");
-        ++free_by_class[cls];
-      }
-    }
+
+    // Claims: cells a process may hand out (bits set, no record).
+    std::unordered_set<Off> claimed;
     for (uint32_t s = 0; s < ah->max_procs; ++s) {
       mem::ProcSlot* ps = mem::SlotAt(a, s);
       if (mem::SlotOwnerDead(*ps)) {
@@ -255,36 +235,65 @@ struct Auditor {
       }
       if (o.live) continue;
       for (int cls = 0; cls < mem::kNumClasses; ++cls) {
-        mem::ClassCache& cc = ps->cls[cls];
-        uint64_t guard = cc.free_count + 1;
-        for (Off cur = cc.free_head; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
+        // The private stack: cells this process freed, bits still set.
+        uint32_t guard = ps->cls[cls].stack_n + 1;
+        for (Off cur = ps->cls[cls].stack; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
           if (guard-- == 0 || mem::CellBound(a, cur) == 0 || mem::LoadRelaxed8(a.At(cur)) != cls) {
-            Error("slot " + std::to_string(s) + " class " + std::to_string(cls) + ": bad free stack");
+            Error("slot " + std::to_string(s) + " class " + std::to_string(cls) + ": bad private stack");
             break;
           }
-          Mark(cur, 2, "slot stack");
-          ++free_by_class[cls];
+          if (!claimed.insert(cur).second) Error("cell " + std::to_string(cur) + " on a stack twice");
         }
-        size_t step = mem::kClassSize[cls] / mem::kUnit;
-        for (Off x = mem::BumpNext(cc.bump); x < mem::BumpEnd(cc.bump); x += static_cast<Off>(step)) {
-          Mark(x, 2, "slot bump");
-          ++free_by_class[cls];
+        uint64_t m = ps->cls[cls].mask;
+        Off base = ps->cls[cls].base;
+        if (m == 0) continue;
+        size_t page = mem::PageOfByte(size_t{base} * mem::kUnit, mem::PageOrder(cls));
+        if (!mem::PageInUse(a, page, cls)) {
+          Error("slot " + std::to_string(s) + " class " + std::to_string(cls) + ": claim outside its pages");
+          continue;
+        }
+        for (; m; m &= m - 1) {
+          Off cell = base + static_cast<Off>(__builtin_ctzll(m) * (mem::kClassSize[cls] / mem::kUnit));
+          if (!claimed.insert(cell).second) Error("cell " + std::to_string(cell) + " claimed twice");
         }
       }
     }
+    for (int cls = 0; cls < mem::kNumClasses; ++cls) DeadCheck(mem::PoolAt(a, cls)->lock, "pool " + std::to_string(cls));
     if (o.live) return;
     r.memory_checked = true;
+    // Pages: every live cell's bit is set; a set bit is live, claimed or leaked.
+    uint64_t in_pages = 0;
     for (int cls = 0; cls < mem::kNumClasses; ++cls) {
-      uint64_t total = mem::PoolAt(a, cls)->cells_total.load();
-      r.cells_live += live_by_class[cls];
-      r.cells_free += free_by_class[cls];
-      uint64_t accounted = live_by_class[cls] + free_by_class[cls];
-      if (accounted > total) {
-        Error("class " + std::to_string(cls) + ": " + std::to_string(accounted) +
-              " cells accounted of " + std::to_string(total));
-      } else {
-        r.cells_leaked += total - accounted;
-      }
+      const mem::PageGeometry& geo = mem::ClassGeometry(cls);
+      mem::ForEachPage(a, mem::PageOrder(cls), ah->meta_groups, [&](size_t page) {
+        auto* h = reinterpret_cast<const mem::PageHeader*>(a.base() + page);
+        if (h->magic != mem::kPageMagic || h->cls != cls) return false;
+        const uint64_t* bm = mem::PageBitmap(a.base() + page);
+        for (uint32_t i = 0; i < geo.ncells; ++i) {
+          Off cell = static_cast<Off>((page + geo.first + size_t{i} * mem::kClassSize[cls]) / mem::kUnit);
+          bool set = (bm[i / 64] >> (i % 64)) & 1;
+          auto it = cells.find(cell);
+          bool live = it != cells.end() && it->second == 1;
+          if (live) {
+            ++in_pages;
+            ++r.cells_live;
+            if (!set) Error("class " + std::to_string(cls) + ": live cell " + std::to_string(cell) + " marked free");
+            if (claimed.count(cell)) Error("live cell " + std::to_string(cell) + " also in a claim");
+          } else if (!set || claimed.count(cell)) {
+            ++r.cells_free;
+          } else {
+            ++r.cells_leaked;
+          }
+        }
+        return false;
+      });
+    }
+    uint64_t slab_live = 0;
+    for (auto& [cell, st] : cells) {
+      if (st == 1 && mem::LoadRelaxed8(a.At(cell)) < mem::kNumClasses) ++slab_live;
+    }
+    if (slab_live != in_pages) {
+      Error(std::to_string(slab_live - in_pages) + " live cells outside every slab page");
     }
     // Large objects: well-formed runs; a head that no record holds leaked.
     for (uint32_t g = ah->meta_groups; g < ah->hwm_groups;) {

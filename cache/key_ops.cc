@@ -2,13 +2,17 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/key_ops.h"
 
+#include <algorithm>
 #include <random>
 
 #include "cache/dict.h"
+#include "cache/hash_ops.h"
 #include "cache/internal.h"
 #include "cache/maint.h"
 #include "cache/number.h"
 #include "cache/scan.h"
+#include "cache/set_ops.h"
+#include "mem/slab.h"
 
 namespace cache {
 
@@ -92,6 +96,67 @@ Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key, std::stri
     *name = v.size() <= 44 ? "embstr" : "raw";
   }
   return Status::kOk;
+}
+
+namespace {
+
+// Bytes of the cell that holds `bytes` (a class, or a run of groups).
+uint64_t CellBytes(size_t bytes) {
+  int cls = mem::ClassFor(bytes);
+  if (cls >= 0) return mem::kClassSize[cls];
+  return (bytes + mem::kGroupSize - 1) / mem::kGroupSize * mem::kGroupSize;
+}
+
+}  // namespace
+
+Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t samples, uint64_t* bytes) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    ReadInfo ri;
+    std::string v;
+    Status s = GetString(c, t, key, &v, &ri);
+    if (s != Status::kOk) return s;
+    uint64_t total = sizeof(Bucket) / kSlots + 1 +  // a slot of a bucket and its tag
+                     CellBytes(RecordBytes(ri.type, key.size(), ri.type == kTypeInt ? 8 : v.size()));
+    if (!IsTreeValue(ri.type, v)) {
+      *bytes = total;
+      return Status::kOk;
+    }
+    uint64_t entries = 0;
+    if (samples == 0) {  // every cell, then proof that none changed meanwhile
+      std::string err;
+      uint64_t cells = 0;
+      bool ok = WalkDictCells(c, v, [&](Off cell) { cells += mem::CellBound(c.arena, cell); }, &err,
+                              &entries);
+      ReadInfo now;
+      if (!ok || Probe(c, t, key, &now) != Status::kOk || now.version != ri.version) continue;
+      *bytes = total + cells;
+      return Status::kOk;
+    }
+    // Estimate: sampled entries' cells times the count, plus the nodes (a
+    // 32-way trie has about one node per 16 entries at this fill).
+    uint64_t n = 0, sum = 0;
+    if (ri.type == kTypeHash) {
+      FieldValues fv;
+      if (HLen(c, t, key, &n) != Status::kOk ||
+          HRandField(c, t, key, static_cast<int64_t>(std::min<uint64_t>(samples, n)), &fv) != Status::kOk) {
+        continue;
+      }
+      for (const auto& [f, val] : fv) sum += CellBytes(12 + f.size() + val.size());
+      entries = fv.size();
+    } else {
+      std::vector<std::string> ms;
+      if (SCard(c, t, key, &n) != Status::kOk ||
+          SRandMember(c, t, key, static_cast<int64_t>(std::min<uint64_t>(samples, n)), &ms) != Status::kOk) {
+        continue;
+      }
+      for (const auto& m : ms) sum += CellBytes(12 + m.size());
+      entries = ms.size();
+    }
+    if (entries == 0) continue;
+    *bytes = total + sum * n / entries + (n / 16 + 1) * CellBytes(24 + 4 * 16);
+    return Status::kOk;
+  }
+  return Status::kBusy;
 }
 
 Status Expire(Ctx& c, const TableRef& t, std::string_view key, int64_t abs_ms, ExpireCond cond,

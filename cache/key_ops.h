@@ -39,6 +39,13 @@ const char* KeyType(Ctx& c, const TableRef& t, std::string_view key);
 // "listpack" / "hashtable". kNotFound when absent.
 [[nodiscard]] Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key,
                                     std::string* name);
+// MEMORY USAGE: the bytes a key takes: its share of a bucket, its record's
+// cell and, for a tree-encoded hash or set, its node and entry cells —
+// estimated from `samples` random entries (Redis's SAMPLES; 0 = all of
+// them, a walk of the whole tree checked against the key's version).
+// kNotFound when absent.
+[[nodiscard]] Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t samples,
+                                 uint64_t* bytes);
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with an absolute time: an
 // expiry at or before 0 is "already expired" (deletes). *changed = applied.
 [[nodiscard]] Status Expire(Ctx& c, const TableRef& t, std::string_view key, int64_t abs_ms,

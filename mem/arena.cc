@@ -9,6 +9,7 @@
 
 #include "mem/crash_point.h"
 #include "mem/hugepage.h"
+#include "mem/page.h"
 #include "mem/slab.h"
 
 namespace mem {
@@ -37,7 +38,8 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   // Metadata layout: header | group map | pools | slots | user root.
   size_t group_map_off = 4096;
   size_t pins_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
-  size_t pools_off = AlignUp(pins_off + ngroups * sizeof(uint32_t), 64);
+  size_t masks_off = AlignUp(pins_off + ngroups * sizeof(uint32_t), 64);
+  size_t pools_off = AlignUp(masks_off + ngroups * sizeof(uint32_t), 64);
   size_t slots_off = pools_off;  // SlabMetaBytes covers pools + slots
   size_t user_off = AlignUp(slots_off + SlabMetaBytes(o.max_procs), 4096);
   size_t meta_bytes = AlignUp(user_off + 4096, kGroupSize);
@@ -79,6 +81,7 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   h->max_value = o.max_value;
   h->group_map_off = group_map_off;
   h->pins_off = pins_off;
+  h->page_masks_off = masks_off;
   h->pools_off = pools_off;
   h->slots_off = pools_off + sizeof(SlabPool) * kNumClasses;
   h->user_off = user_off;
@@ -137,17 +140,27 @@ uint32_t Arena::RepairGroupsLocked() {
       ++freed;
     }
   }
-  return freed;
+  return freed + RepairPagesLocked(*this);
 }
 
-namespace {
-void LockGroups(Arena& a) {
-  if (Lock(a.hdr()->group_lock) == LockResult::kTookFromDead) (void)a.RepairGroupsLocked();
+void Arena::LockGroups() {
+  if (Lock(hdr()->group_lock) == LockResult::kTookFromDead) (void)RepairGroupsLocked();
 }
-}  // namespace
+
+void Arena::FreeGroupLocked(uint32_t g) {
+  ArenaHeader* h = hdr();
+  bool release = tier() != Tier::kHugetlb;
+  if (release) {
+    ReleaseRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier());
+    h->released_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
+  }
+  PC_CRASH_POINT();
+  __atomic_store_n(group_map_ + g, Entry(release ? GroupKind::kReleased : GroupKind::kFree, 0),
+                   __ATOMIC_RELEASE);
+}
 
 int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
-  LockGroups(*this);  // a dead holder's half-done run is repaired first
+  LockGroups();  // a dead holder's half-done run is repaired first
   int64_t g = AllocGroupsLocked(n, kind);
   Unlock(hdr()->group_lock);
   return g;
@@ -201,23 +214,14 @@ int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {
 
 void Arena::FreeGroups(uint32_t first) {
   ArenaHeader* h = hdr();
-  LockGroups(*this);
+  LockGroups();
   uint32_t e = group_map_[first];
   if (EntryKind(e) != GroupKind::kLargeHead) {
     Unlock(h->group_lock);
     return;  // not a large run head: refuse rather than corrupt
   }
   uint32_t n = EntryRun(e);
-  bool release = tier() != Tier::kHugetlb;
-  for (uint32_t g = first; g < first + n; ++g) {
-    if (release) {
-      ReleaseRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier());
-      h->released_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
-    }
-    PC_CRASH_POINT();
-    __atomic_store_n(group_map_ + g, Entry(release ? GroupKind::kReleased : GroupKind::kFree, 0),
-                     __ATOMIC_RELEASE);
-  }
+  for (uint32_t g = first; g < first + n; ++g) FreeGroupLocked(g);
   Unlock(h->group_lock);
 }
 
@@ -232,7 +236,7 @@ Off Arena::RegionAlloc(size_t bytes) {
     h->region_bytes.fetch_add(AlignUp(bytes, kGroupSize), std::memory_order_relaxed);
     return OffOf(base_ + size_t(g) * kGroupSize);
   }
-  LockGroups(*this);
+  LockGroups();
   if (h->region_group == 0 || h->region_pos + bytes > kGroupSize) {
     int64_t g = AllocGroupsLocked(1, GroupKind::kRegion);
     if (g < 0) {
@@ -251,28 +255,6 @@ Off Arena::RegionAlloc(size_t bytes) {
   Unlock(h->group_lock);
   PC_CRASH_POINT();
   std::memset(p, 0, bytes);
-  return OffOf(p);
-}
-
-Off Arena::CarveChunk(size_t bytes) {
-  ArenaHeader* h = hdr();
-  LockGroups(*this);
-  if (h->carve_group == 0 || h->carve_pos + bytes > kGroupSize) {
-    int64_t g = AllocGroupsLocked(1, GroupKind::kSlab);
-    if (g < 0) {
-      Unlock(h->group_lock);
-      return 0;
-    }
-    PC_CRASH_POINT();
-    h->carve_group = static_cast<uint32_t>(g);
-    PC_CRASH_POINT();
-    h->carve_pos = 0;
-  }
-  char* p = base_ + size_t{h->carve_group} * kGroupSize + h->carve_pos;
-  PC_CRASH_POINT();
-  h->carve_pos += static_cast<uint32_t>(bytes);
-  h->slab_chunks.fetch_add(1, std::memory_order_relaxed);
-  Unlock(h->group_lock);
   return OffOf(p);
 }
 

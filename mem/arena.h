@@ -15,6 +15,10 @@
 //   +-----------+-----------------------+---------+----//----+----------+
 //   <------------- populated (faulted, maybe mlocked) ------><-- cap -->
 //
+// Slab groups are split into pages of one size (mem/page.h); a group whose
+// pages all come free goes back to the group allocator, so memory freed in
+// one size class serves any other (or a large object, or the index).
+//
 // Sizes: `cap` bytes of address space are reserved (arena_cap_mb); the first
 // `commit` bytes (arena_mb) are pre-faulted at start; the populated prefix
 // grows by whole groups under pressure (MADV_POPULATE_WRITE, so a hugetlb
@@ -44,7 +48,9 @@
 namespace mem {
 
 inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
-inline constexpr uint32_t kArenaLayoutVersion = 3;  // 2: 48-bit record versions, table floor; 3: large pins
+// 2: 48-bit record versions, table floor; 3: large pins; 4: slab pages with
+// in-use bitmaps (mem/page.h), page masks, groups freed back from slabs
+inline constexpr uint32_t kArenaLayoutVersion = 4;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8
@@ -66,7 +72,8 @@ struct ArenaOptions {
   uint32_t max_procs = 64;    // process slots (allocator + stats lines)
 };
 
-// Group map entry: kind in the top byte, run length (large heads) below.
+// Group map entry: kind in the top byte; below it the run length (large
+// heads, continuations: their index in the run) or the page order (kSlab).
 enum class GroupKind : uint8_t { kFree = 0, kMeta, kRegion, kSlab, kLargeHead, kLargeCont,
                                  kReleased };
 
@@ -96,22 +103,27 @@ struct ArenaHeader {
   // -- group allocator (under group_lock) --
   ShmLock group_lock;
   uint32_t hwm_groups;            // groups ever handed out (incl. meta)
-  uint32_t carve_group;           // slab group being carved into chunks
-  uint32_t carve_pos;             // next free byte in carve_group
+  uint32_t pad1[2];
   uint32_t region_group;          // region group being carved
   uint32_t region_pos;
   std::atomic<uint64_t> large_bytes;    // bytes in live large objects
   std::atomic<uint64_t> large_objects;
-  std::atomic<uint64_t> slab_chunks;
+  std::atomic<uint64_t> slab_pages;     // slab pages in use (all classes)
   std::atomic<uint64_t> region_bytes;
   std::atomic<uint64_t> nomem_events;   // allocation refusals (arena full)
+  uint64_t page_masks_off;        // u32[ngroups]: a slab group's pages in use (mem/page.h)
+  uint32_t free_pages[8];         // per page order: free pages in slab groups (hint)
+  uint32_t page_scan[8];          // per page order: group where the search resumes
+  std::atomic<uint64_t> groups_returned;  // slab groups whose pages all came free
+  std::atomic<uint64_t> freed_bytes;      // cell bytes freed with no process slot (sweeps)
   char tier_note[320];            // why this tier, and how to reach a better one
 };
 static_assert(std::is_standard_layout_v<ArenaHeader>);
 static_assert(offsetof(ArenaHeader, magic) == 0);
 static_assert(offsetof(ArenaHeader, populated_bytes) % 8 == 0);
 static_assert(offsetof(ArenaHeader, pins_off) == 112);
-static_assert(sizeof(ArenaHeader) <= 512);
+static_assert(offsetof(ArenaHeader, page_masks_off) == 184);
+static_assert(sizeof(ArenaHeader) <= 640);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 class Arena {
@@ -146,6 +158,19 @@ class Arena {
   int64_t AllocGroups(uint32_t n, GroupKind kind);
   int64_t AllocGroupsLocked(uint32_t n, GroupKind kind);  // group_lock held
   void FreeGroups(uint32_t first);            // a large run, by its head
+  // The group lock for callers in mem/ (slab pages): a dead holder's
+  // half-done work is repaired first.
+  void LockGroups();
+  void UnlockGroups() { Unlock(hdr()->group_lock); }
+  // group_lock held: give one group back (to the OS too, except on hugetlb).
+  void FreeGroupLocked(uint32_t g);
+  void SetGroupEntryLocked(uint32_t g, GroupKind k, uint32_t run) {
+    __atomic_store_n(group_map_ + g, (static_cast<uint32_t>(k) << 24) | (run & 0xFFFFFF), __ATOMIC_RELEASE);
+  }
+  // A slab group's page mask: bit i = page i in use (writes under group_lock).
+  std::atomic<uint32_t>& PageMaskOf(uint32_t g) const {
+    return reinterpret_cast<std::atomic<uint32_t>*>(base_ + hdr()->page_masks_off)[g];
+  }
   // group_lock taken over from a dead holder: free continuation groups
   // that no head covers (an allocation or free killed mid-way).
   uint32_t RepairGroupsLocked();
@@ -162,9 +187,6 @@ class Arena {
   // Index memory for cache/: 64-byte aligned, zeroed, from region groups.
   // Never freed (cache/ keeps its own free lists for reuse).
   Off RegionAlloc(size_t bytes);
-
-  // Carve one slab chunk of `bytes` (power of two, 64 KiB..2 MiB).
-  Off CarveChunk(size_t bytes);
 
   size_t cap_bytes() const { return hdr()->cap_bytes; }
   size_t populated_bytes() const { return hdr()->populated_bytes.load(); }

@@ -12,7 +12,7 @@
 //   2  writers take no bucket lock (cache/ops.cc LockBucket)
 //   3  repair keeps the misrouted copies of an interrupted split (maint.cc)
 //   4  a process binds to a slot a live process owns (the fork bug, slab.cc)
-//   5  an adopter pushes a cell before it leaves the slot (defect 1, slab.cc)
+//   5  an adopter frees a claim before it leaves the slot (defect 1, slab.cc)
 //   6  aggregate readers skip the version re-check (cache/dict.cc Validate)
 //   7  removing a hash / set frees its record, not its trie (dict.cc FreeValue)
 

@@ -5,40 +5,134 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "mem/atomic_copy.h"
 #include "mem/canary.h"
 #include "mem/crash_point.h"
+#include "mem/page.h"
 
 namespace mem {
 namespace {
 
-// Free-list link: cell bytes 4..7 (byte 0 is the class and is never written).
-constexpr size_t kLinkOffset = 4;
-
-inline Off GetLink(const Arena& a, Off cell) { return LoadRelaxed32(a.At(cell) + kLinkOffset); }
-inline void SetLink(const Arena& a, Off cell, Off next) {
-  StoreRelaxed32(a.At(cell) + kLinkOffset, next);
-}
 inline uint8_t ClassByte(const Arena& a, Off cell) { return LoadRelaxed8(a.At(cell)); }
 
+// Private-stack link: cell bytes 4..7 (byte 0 is the class and is never written).
+constexpr size_t kLinkOffset = 4;
+inline Off GetLink(const Arena& a, Off cell) { return LoadRelaxed32(a.At(cell) + kLinkOffset); }
+inline void SetLink(const Arena& a, Off cell, Off next) { StoreRelaxed32(a.At(cell) + kLinkOffset, next); }
+
 // Owner-only counter bump: a plain load + store, no locked RMW.
-inline void Bump(std::atomic<uint64_t>& c) {
-  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
+  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-// Push a chain first..last (n cells, already linked) onto a global pool.
-void PoolPushChain(SlabPool& p, const Arena& a, Off first, Off last, uint32_t n) {
-  (void)Lock(p.lock);  // list is consistent at every store: a dead holder leaves no damage
-  SetLink(a, last, p.head);
+constexpr int OrderFor(size_t chunk) {
+  int o = 0;
+  while ((kMinPage << o) < chunk) ++o;
+  return o;
+}
+
+constexpr size_t ChunkBytesOf(size_t cell) {
+  size_t want = cell * 32;
+  size_t c = 64u << 10;
+  while (c < want && c < kGroupSize) c <<= 1;
+  return c;
+}
+
+struct ClassTables {
+  std::array<uint8_t, kNumClasses> order{};
+  std::array<PageGeometry, kNumClasses> geo{};
+};
+constexpr ClassTables MakeTables() {
+  ClassTables t{};
+  for (int c = 0; c < kNumClasses; ++c) {
+    size_t chunk = ChunkBytesOf(kClassSize[c]);
+    t.order[c] = static_cast<uint8_t>(OrderFor(chunk));
+    t.geo[c] = Geometry(chunk, kClassSize[c]);
+  }
+  return t;
+}
+constexpr ClassTables kTables = MakeTables();
+static_assert(kTables.geo[0].ncells > 4000 && kTables.geo[kNumClasses - 1].ncells >= 7);
+static_assert(kTables.order[kNumClasses - 1] == kPageOrders - 1);
+
+PageHeader* HdrAt(const Arena& a, size_t page) { return reinterpret_cast<PageHeader*>(a.base() + page); }
+size_t PageOfCell(Off cell, int cls) { return PageOfByte(size_t{cell} * kUnit, kTables.order[cls]); }
+
+// Bits set in a page's bitmap, the never-used tail bits excluded.
+uint32_t CountUsed(const Arena& a, size_t page, int cls) {
+  const PageGeometry& geo = kTables.geo[cls];
+  const uint64_t* bm = PageBitmap(a.base() + page);
+  uint32_t n = 0;
+  for (uint32_t w = 0; w < geo.nwords; ++w) n += static_cast<uint32_t>(__builtin_popcountll(__atomic_load_n(bm + w, __ATOMIC_ACQUIRE)));
+  uint32_t tail = geo.nwords * 64 - geo.ncells;
+  return n - tail;
+}
+
+// Clear the bits of `mask` in the word whose bit 0 is cell `base` (cells of
+// class `cls`). Returns the bits that were set (the rest were already free:
+// a double free, refused).
+uint64_t ClearBits(Arena& a, Off base, int cls, uint64_t mask, size_t* page_out) {
+  size_t page = PageOfCell(base, cls);
+  const PageGeometry& geo = kTables.geo[cls];
+  size_t idx = (size_t{base} * kUnit - page - geo.first) / kClassSize[cls];
+  uint64_t* word = PageBitmap(a.base() + page) + idx / 64;
+  uint64_t old = __atomic_fetch_and(word, ~mask, __ATOMIC_ACQ_REL);
+  *page_out = page;
+  return old & mask;
+}
+
+// Give `n` claimed or live cells of a page back to its live hint; a page
+// that comes back from full is a candidate for claims again, one whose hint
+// reaches 0 may be given back.
+void Unclaim(Arena& a, int cls, size_t page, uint32_t n) {
+  PageHeader* h = HdrAt(a, page);
+  int32_t prev = h->live.fetch_sub(static_cast<int32_t>(n), std::memory_order_acq_rel);
+  if (prev >= static_cast<int32_t>(kTables.geo[cls].ncells) &&
+      prev - static_cast<int32_t>(n) < static_cast<int32_t>(kTables.geo[cls].ncells)) {
+    PoolAt(a, cls)->partial.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (prev - static_cast<int32_t>(n) <= 0) MaybeReleasePage(a, cls, page);
+}
+
+// Where a slab cell's bit is; false (and logged) if `cell` is not a cell of
+// a page of class `cls` in use.
+bool LocateCell(const Arena& a, Off cell, int cls, size_t* page_out, uint64_t** word, uint64_t* bit) {
+  size_t page = PageOfCell(cell, cls);
+  const PageGeometry& geo = kTables.geo[cls];
+  size_t off = size_t{cell} * kUnit - page;
+  if (!PageInUse(a, page, cls) || off < geo.first || (off - geo.first) % kClassSize[cls] != 0 ||
+      (off - geo.first) / kClassSize[cls] >= geo.ncells) {
+    std::fprintf(stderr, "perfcached: free of cell %u outside a page of class %d (leaked)\n", cell, cls);
+    return false;
+  }
+  size_t idx = (off - geo.first) / kClassSize[cls];
+  *page_out = page;
+  *word = PageBitmap(a.base() + page) + idx / 64;
+  *bit = uint64_t{1} << (idx % 64);
+  return true;
+}
+
+// Free one slab cell of class `cls`. False if it was not in use (refused).
+bool FreeCell(Arena& a, Off cell, int cls) {
+  size_t page;
+  uint64_t *word, bit;
+  if (!LocateCell(a, cell, cls, &page, &word, &bit)) return false;
+  uint64_t old = __atomic_fetch_and(word, ~bit, __ATOMIC_ACQ_REL);
+  if (!(old & bit)) {
+    std::fprintf(stderr, "perfcached: double free of cell %u (refused)\n", cell);
+    return false;
+  }
   PC_CRASH_POINT();
-  p.head = first;
-  PC_CRASH_POINT();
-  p.count += n;
-  Unlock(p.lock);
+  Unclaim(a, cls, page, 1);
+  return true;
 }
 
 }  // namespace
+
+int PageOrder(int cls) { return kTables.order[cls]; }
+const PageGeometry& ClassGeometry(int cls) { return kTables.geo[cls]; }
 
 int ClassFor(size_t bytes) {
   if (bytes <= 256) {
@@ -52,12 +146,7 @@ int ClassFor(size_t bytes) {
   return 31 + (b - 8) * 8 + (k - 1);
 }
 
-size_t ChunkBytes(int cls) {
-  size_t want = size_t{kClassSize[cls]} * 32;
-  size_t c = 64u << 10;
-  while (c < want && c < kGroupSize) c <<= 1;
-  return c;
-}
+size_t ChunkBytes(int cls) { return PageBytes(kTables.order[cls]); }
 
 size_t SlabMetaBytes(uint32_t max_procs) {
   return sizeof(SlabPool) * kNumClasses + sizeof(ProcSlot) * max_procs;
@@ -170,23 +259,25 @@ Status Allocator::Alloc(size_t bytes, Off* out) {
   int cls = ClassFor(bytes);
   if (cls < 0) return AllocLarge(bytes, out);
   ClassCache& c = ps_->cls[cls];
+  if (c.stack != 0) {
+    Off cell = c.stack;
+    PC_CRASH_POINT();
+    c.stack = GetLink(*arena_, cell);  // the cell leaves the stack before it is handed out
+    PC_CRASH_POINT();
+    if (c.stack_n > 0) --c.stack_n;
+    Bump(ps_->allocs);
+    Bump(ps_->alloc_bytes, kClassSize[cls]);
+    *out = cell;
+    return Status::kOk;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (c.free_head != 0) {
-      Off cell = c.free_head;
+    uint64_t m = c.mask;
+    if (m != 0) {
+      Off cell = c.base + static_cast<Off>(__builtin_ctzll(m) * (kClassSize[cls] / kUnit));
       PC_CRASH_POINT();
-      c.free_head = GetLink(*arena_, cell);
-      PC_CRASH_POINT();
-      --c.free_count;
+      c.mask = m & (m - 1);  // the cell leaves the claim before it is handed out
       Bump(ps_->allocs);
-      *out = cell;
-      return Status::kOk;
-    }
-    uint64_t r = c.bump;
-    if (BumpNext(r) != BumpEnd(r)) {
-      Off cell = BumpNext(r);
-      PC_CRASH_POINT();
-      c.bump = BumpRange(cell + kClassSize[cls] / kUnit, BumpEnd(r));
-      Bump(ps_->allocs);
+      Bump(ps_->alloc_bytes, kClassSize[cls]);
       *out = cell;
       return Status::kOk;
     }
@@ -195,52 +286,88 @@ Status Allocator::Alloc(size_t bytes, Off* out) {
   return Status::kNoMem;
 }
 
+namespace {
+
+// Pool lock held, claim empty: claim up to ClaimCells free cells of one
+// bitmap word of `page` into `c`. False when the page has no free cell.
+bool ClaimFrom(Arena& a, size_t page, int cls, ClassCache& c) {
+  PageHeader* h = HdrAt(a, page);
+  const PageGeometry& geo = kTables.geo[cls];
+  uint64_t* bm = PageBitmap(a.base() + page);
+  uint32_t want = ClaimCells(kClassSize[cls]);
+  uint32_t start = h->cursor < geo.nwords ? h->cursor : 0;
+  for (uint32_t k = 0; k < geo.nwords; ++k) {
+    uint32_t w = start + k < geo.nwords ? start + k : start + k - geo.nwords;
+    uint64_t old = __atomic_load_n(bm + w, __ATOMIC_ACQUIRE);
+    while (~old != 0) {
+      uint64_t take = 0, free_bits = ~old;
+      for (uint32_t i = 0; i < want && free_bits; ++i) {
+        take |= free_bits & (~free_bits + 1);
+        free_bits &= free_bits - 1;
+      }
+      int32_t n = __builtin_popcountll(take);
+      // live first: the hint is never below the bits set (but for a free in flight)
+      h->live.fetch_add(n, std::memory_order_acq_rel);
+      PC_CRASH_POINT();
+      c.base = static_cast<Off>((page + geo.first + size_t{w} * 64 * kClassSize[cls]) / kUnit);
+      if (__atomic_compare_exchange_n(bm + w, &old, old | take, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        PC_CRASH_POINT();  // killed here: the claim leaks (bits set, in no slot)
+        c.mask = take;
+        h->cursor = w;
+        return true;
+      }
+      h->live.fetch_sub(n, std::memory_order_acq_rel);  // a free changed the word: again
+    }
+  }
+  return false;
+}
+
+// Pool lock held: a page of `cls` with room other than `skip`, or 0.
+size_t FindPartial(Arena& a, int cls, SlabPool& p, size_t skip) {
+  if (p.partial.load(std::memory_order_relaxed) == 0) return 0;
+  size_t found = 0;
+  uint32_t ncells = kTables.geo[cls].ncells;
+  uint32_t at = ForEachPage(a, kTables.order[cls], p.scan, [&](size_t page) {
+    PageHeader* h = HdrAt(a, page);
+    if (page == skip || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
+    if (h->live.load(std::memory_order_relaxed) >= static_cast<int32_t>(ncells)) return false;
+    found = page;
+    return true;
+  });
+  if (found == 0) {
+    p.partial.store(0, std::memory_order_relaxed);
+  } else {
+    p.scan = at;
+    uint32_t n = p.partial.load(std::memory_order_relaxed);
+    if (n > 0) p.partial.store(n - 1, std::memory_order_relaxed);
+  }
+  return found;
+}
+
+}  // namespace
+
 Status Allocator::Refill(int cls, ClassCache& c) {
   SlabPool& p = pools_[cls];
-  if (__atomic_load_n(&p.count, __ATOMIC_RELAXED) > 0) {
-    (void)Lock(p.lock);
-    Off first = p.head, last = 0, cur = first;
-    uint32_t n = 0;
-    while (cur != 0 && n < kRefill) {
-      last = cur;
-      cur = GetLink(*arena_, cur);
-      ++n;
+  (void)Lock(p.lock);  // a dead holder leaves at most a leaked claim or page (page.h)
+  Status st = Status::kNoMem;
+  for (int tries = 0; tries < 4; ++tries) {
+    size_t cur = size_t{p.current} * kUnit;
+    if (p.current != 0 && PageInUse(*arena_, cur, cls) && ClaimFrom(*arena_, cur, cls, c)) {
+      st = Status::kOk;
+      break;
+    }
+    size_t next = FindPartial(*arena_, cls, p, cur);
+    if (next == 0) {
+      next = NewPage(*arena_, cls);
+      if (next == 0) break;
+      p.pages.fetch_add(1, std::memory_order_relaxed);
+      p.cells_total.fetch_add(kTables.geo[cls].ncells, std::memory_order_relaxed);
     }
     PC_CRASH_POINT();
-    p.head = cur;
-    // count is advisory: a holder killed between the head and count stores
-    // leaves it low; never let it wrap.
-    PC_CRASH_POINT();
-    p.count = p.count > n ? p.count - n : (cur != 0 ? 1 : 0);
-    Unlock(p.lock);
-    if (n > 0) {
-      SetLink(*arena_, last, c.free_head);  // private stack is empty here
-      PC_CRASH_POINT();
-      c.free_count += n;
-      PC_CRASH_POINT();
-      c.free_head = first;
-      return Status::kOk;
-    }
+    p.current = static_cast<Off>(next / kUnit);
   }
-  size_t chunk = ChunkBytes(cls);
-  Off ch = arena_->CarveChunk(chunk);
-  if (ch == 0) return Status::kNoMem;
-  size_t cell = kClassSize[cls], ncells = chunk / cell;
-  char* base = arena_->At(ch);
-  // Stamp every cell's class byte before any cell becomes reachable.
-  // (One crash point for the loop: the chunk is private until the bump store.)
-  PC_CRASH_POINT();
-  for (size_t i = 0; i < ncells; ++i) {
-    __atomic_store_n(reinterpret_cast<uint8_t*>(base + i * cell), static_cast<uint8_t>(cls), __ATOMIC_RELAXED);
-  }
-  p.chunks.fetch_add(1, std::memory_order_relaxed);
-  p.cells_total.fetch_add(ncells, std::memory_order_relaxed);
-  // next and end change in one 8-byte store, so a process killed here
-  // leaves either the old (empty) range or the new one, never a mix.
-  Off end = ch + static_cast<Off>(ncells * cell / kUnit);
-  PC_CRASH_POINT();
-  c.bump = BumpRange(ch, end);
-  return Status::kOk;
+  Unlock(p.lock);
+  return st;
 }
 
 Status Allocator::AllocLarge(size_t bytes, Off* out) {
@@ -266,53 +393,84 @@ void Allocator::Free(Off cell) {
   }
   if (cls >= kNumClasses) {
     // Hardened: an impossible class means a corrupted link; leak, never
-    // corrupt a pool (the overflow-node bug of cachedb_perf).
+    // corrupt a page (the overflow-node bug of cachedb_perf).
     std::fprintf(stderr, "perfcached: free of cell %u with bad class %u (leaked)\n", cell, cls);
     return;
   }
   ClassCache& c = ps_->cls[cls];
-  SetLink(*arena_, cell, c.free_head);
-  PC_CRASH_POINT();
-  c.free_head = cell;
-  PC_CRASH_POINT();
-  ++c.free_count;
-  Bump(ps_->frees);
-  if (c.free_count > kDonateAbove) {
-    Off first = c.free_head, last = first;
-    for (uint32_t i = 1; i < kDonate; ++i) last = GetLink(*arena_, last);
+  if (c.stack_n < StackCells(kClassSize[cls])) {
+    // The fast path trusts the caller as the old private stacks did: no
+    // page or bit check here (they would cost two cache misses on a
+    // replace); a cell that leaves the stack for good is checked then.
+    SetLink(*arena_, cell, c.stack);
     PC_CRASH_POINT();
-    c.free_head = GetLink(*arena_, last);
+    c.stack = cell;
     PC_CRASH_POINT();
-    c.free_count -= kDonate;
-    PoolPushChain(pools_[cls], *arena_, first, last, kDonate);
+    ++c.stack_n;
+  } else if (!FreeCell(*arena_, cell, cls)) {
+    return;
   }
+  Bump(ps_->frees);
+  Bump(ps_->free_bytes, kClassSize[cls]);
 }
+
+namespace {
+
+// Give one claim back: the mask empties first (crash: the claim leaks).
+// `half`: stop after the first step, as a process killed there would.
+size_t ReturnClaim(Arena& a, ClassCache& c, int cls, bool half = false) {
+  uint64_t m = c.mask;
+  if (m == 0) return 0;
+  Off base = c.base;
+  size_t page = PageOfCell(base, cls);
+  if (!PageInUse(a, page, cls)) {  // a damaged slot: drop the claim, touch nothing
+    c.mask = 0;
+    return 0;
+  }
+  uint64_t had = 0;
+  if (PC_CANARY(5)) {  // the defect-1 order: the cells are free while the slot still holds them
+    had = ClearBits(a, base, cls, m, &page);
+    if (half) return 0;
+  }
+  PC_CRASH_POINT();
+  c.mask = 0;
+  if (half) return 0;
+  PC_CRASH_POINT();
+  if (!PC_CANARY(5)) had = ClearBits(a, base, cls, m, &page);
+  uint32_t n = static_cast<uint32_t>(__builtin_popcountll(had));
+  if (n > 0) Unclaim(a, cls, page, n);
+  return n;
+}
+
+// Free the cells of a private stack, each leaving the stack before its bit
+// is cleared (crash: that cell leaks). Trusts nothing: every cell must lie
+// in a page of the class, and the walk is bounded. Stops after `budget`.
+size_t ReturnStack(Arena& a, ClassCache& c, int cls, size_t budget) {
+  size_t moved = 0;
+  uint32_t limit = c.stack_n + 2;
+  while (c.stack != 0 && limit-- > 0 && moved < budget) {
+    Off cell = c.stack;
+    if (CellBound(a, cell) == 0 || ClassByte(a, cell) != cls) break;
+    Off next = GetLink(a, cell);
+    PC_CRASH_POINT();
+    c.stack = next;
+    PC_CRASH_POINT();
+    if (c.stack_n > 0) --c.stack_n;
+    if (FreeCell(a, cell, cls)) ++moved;
+  }
+  if (moved == budget && c.stack != 0) return moved;
+  PC_CRASH_POINT();
+  c.stack = 0;
+  c.stack_n = 0;
+  return moved;
+}
+
+}  // namespace
 
 void Allocator::FlushToGlobal() {
   for (int cls = 0; cls < kNumClasses; ++cls) {
-    ClassCache& c = ps_->cls[cls];
-    while (BumpNext(c.bump) != BumpEnd(c.bump)) {
-      Off cell = BumpNext(c.bump);
-      PC_CRASH_POINT();
-      c.bump = BumpRange(cell + kClassSize[cls] / kUnit, BumpEnd(c.bump));
-      SetLink(*arena_, cell, c.free_head);
-      PC_CRASH_POINT();
-      c.free_head = cell;
-      PC_CRASH_POINT();
-      ++c.free_count;
-    }
-    if (c.free_head == 0) continue;
-    Off first = c.free_head, last = first;
-    uint32_t n = 1;
-    while (GetLink(*arena_, last) != 0) {
-      last = GetLink(*arena_, last);
-      ++n;
-    }
-    PC_CRASH_POINT();
-    c.free_head = 0;
-    PC_CRASH_POINT();
-    c.free_count = 0;
-    PoolPushChain(pools_[cls], *arena_, first, last, n);
+    (void)ReturnStack(*arena_, ps_->cls[cls], cls, ~size_t{0});
+    (void)ReturnClaim(*arena_, ps_->cls[cls], cls);
   }
 }
 
@@ -388,7 +546,7 @@ void FreeGlobal(Arena& a, Off cell) {
     std::fprintf(stderr, "perfcached: free of cell %u with bad class %u (leaked)\n", cell, cls);
     return;
   }
-  PoolPushChain(*PoolAt(a, cls), a, cell, cell, 1);
+  if (FreeCell(a, cell, cls)) a.hdr()->freed_bytes.fetch_add(kClassSize[cls], std::memory_order_relaxed);
 }
 
 bool AdoptDeadSlot(Arena& a, uint32_t slot) {
@@ -411,44 +569,128 @@ size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget) {
   size_t moved = 0;
   for (int cls = 0; cls < kNumClasses; ++cls) {
     ClassCache& c = ps->cls[cls];
-    // The dead owner may have stopped anywhere; trust nothing: every cell
-    // must be readable and of this class, and the walk is bounded. Each
-    // cell leaves the slot before it is pushed (see slab.h).
-    uint32_t limit = c.free_count + 2;
-    Off cur = c.free_head;
-    while (cur != 0 && limit-- > 0) {
-      if (moved == budget) return moved;
-      if (CellBound(a, cur) == 0 || ClassByte(a, cur) != cls) break;
-      Off next = GetLink(a, cur);
-      if (PC_CANARY(5)) PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);  // the defect-1 order
-      PC_CRASH_POINT();
-      c.free_head = next;
-      PC_CRASH_POINT();
-      if (c.free_count > 0) --c.free_count;
-      if (!PC_CANARY(5)) PoolPushChain(*PoolAt(a, cls), a, cur, cur, 1);
-      ++moved;
-      cur = next;
+    // The dead owner may have stopped anywhere; trust nothing: the claim
+    // must lie in a page of this class (ReturnClaim checks).
+    moved += ReturnStack(a, c, cls, budget - moved);
+    if (moved == budget && c.stack != 0) return moved;
+    size_t n = static_cast<size_t>(__builtin_popcountll(c.mask));
+    if (n == 0) continue;
+    if (moved + n > budget) {  // "killed" inside this claim
+      (void)ReturnClaim(a, c, cls, /*half=*/true);
+      return moved;
     }
-    PC_CRASH_POINT();
-    c.free_head = 0;
-    PC_CRASH_POINT();
-    c.free_count = 0;
-    size_t step = kClassSize[cls] / kUnit;
-    Off x = BumpNext(c.bump), end = BumpEnd(c.bump);
-    if (x < end && (end - x) % step == 0 && size_t{end - x} * kUnit <= kGroupSize) {
-      for (; x < end; x += static_cast<Off>(step)) {
-        if (moved == budget) return moved;
-        if (ClassByte(a, x) != cls) break;
-        PC_CRASH_POINT();
-        c.bump = BumpRange(x + static_cast<Off>(step), end);
-        PoolPushChain(*PoolAt(a, cls), a, x, x, 1);
-        ++moved;
-      }
-    }
-    PC_CRASH_POINT();
-    c.bump = 0;
+    moved += ReturnClaim(a, c, cls);
   }
   return moved;
+}
+
+void MaybeReleasePage(Arena& a, int cls, size_t page) {
+  SlabPool& p = *PoolAt(a, cls);
+  (void)Lock(p.lock);
+  // Claims happen under this lock and frees only clear bits: a clear bitmap
+  // stays clear while we hold it.
+  if (size_t{p.current} * kUnit != page && PageInUse(a, page, cls) && CountUsed(a, page, cls) == 0) {
+    PC_CRASH_POINT();
+    ReleasePage(a, page);
+    p.pages.fetch_sub(1, std::memory_order_relaxed);
+    p.cells_total.fetch_sub(kTables.geo[cls].ncells, std::memory_order_relaxed);
+    p.pages_returned.fetch_add(1, std::memory_order_relaxed);
+  }
+  Unlock(p.lock);
+}
+
+size_t TidyPages(Arena& a, size_t max_pages) {
+  size_t released = 0, seen = 0;
+  for (int cls = 0; cls < kNumClasses && seen < max_pages; ++cls) {
+    SlabPool& p = *PoolAt(a, cls);
+    if (p.pages.load(std::memory_order_relaxed) == 0) continue;
+    (void)Lock(p.lock);
+    std::vector<size_t> empty;
+    int32_t ncells = static_cast<int32_t>(kTables.geo[cls].ncells);
+    ForEachPage(a, kTables.order[cls], a.hdr()->meta_groups, [&](size_t page) {
+      PageHeader* h = HdrAt(a, page);
+      if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
+      if (++seen > max_pages) return true;
+      int32_t used = static_cast<int32_t>(CountUsed(a, page, cls));
+      int32_t hint = h->live.load(std::memory_order_relaxed);
+      if (used == 0 && size_t{p.current} * kUnit != page) {
+        empty.push_back(page);
+      } else if (hint != used) {
+        if (hint >= ncells && used < ncells) p.partial.fetch_add(1, std::memory_order_relaxed);
+        h->live.fetch_add(used - hint, std::memory_order_relaxed);
+      }
+      return false;
+    });
+    for (size_t page : empty) {
+      if (CountUsed(a, page, cls) != 0) continue;
+      ReleasePage(a, page);
+      p.pages.fetch_sub(1, std::memory_order_relaxed);
+      p.cells_total.fetch_sub(kTables.geo[cls].ncells, std::memory_order_relaxed);
+      p.pages_returned.fetch_add(1, std::memory_order_relaxed);
+      ++released;
+    }
+    Unlock(p.lock);
+  }
+  return released;
+}
+
+ClassUsage UsageOf(const Arena& a, int cls) {
+  ClassUsage u;
+  ForEachPage(a, kTables.order[cls], a.hdr()->meta_groups, [&](size_t page) {
+    PageHeader* h = HdrAt(a, page);
+    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
+    ++u.pages;
+    u.cells += kTables.geo[cls].ncells;
+    u.used += CountUsed(a, page, cls);
+    u.page_bytes += PageBytes(kTables.order[cls]);
+    return false;
+  });
+  return u;
+}
+
+void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]) {
+  for (int c = 0; c < kNumClasses; ++c) out[c] = ClassUsage{};
+  const ArenaHeader* h = a.hdr();
+  uint32_t hi = __atomic_load_n(&h->hwm_groups, __ATOMIC_ACQUIRE);
+  for (uint32_t g = h->meta_groups; g < hi; ++g) {
+    uint32_t e = a.GroupEntry(g);
+    if (Arena::EntryKind(e) != GroupKind::kSlab || Arena::EntryRun(e) >= kPageOrders) continue;
+    int order = static_cast<int>(Arena::EntryRun(e));
+    uint32_t mask = a.PageMaskOf(g).load(std::memory_order_acquire);
+    for (uint32_t p = 0; p < kGroupSize / PageBytes(order); ++p) {
+      if (!(mask & (1u << p))) continue;
+      size_t page = size_t{g} * kGroupSize + size_t{p} * PageBytes(order);
+      const PageHeader* ph = HdrAt(a, page);
+      int cls = ph->cls;
+      if (__atomic_load_n(&ph->magic, __ATOMIC_ACQUIRE) != kPageMagic || cls >= kNumClasses ||
+          kTables.order[cls] != order) {
+        continue;
+      }
+      ClassUsage& u = out[cls];
+      ++u.pages;
+      u.cells += kTables.geo[cls].ncells;
+      int32_t live = ph->live.load(std::memory_order_relaxed);
+      u.used += exact ? CountUsed(a, page, cls) : static_cast<uint64_t>(live < 0 ? 0 : live);
+      u.page_bytes += PageBytes(order);
+    }
+  }
+}
+
+uint64_t CellBytesInUse(const Arena& a) {
+  const ArenaHeader* h = a.hdr();
+  uint64_t in = 0, out = h->freed_bytes.load(std::memory_order_relaxed);
+  for (uint32_t s = 0; s < h->max_procs; ++s) {
+    const ProcSlot* ps = SlotAt(a, s);
+    in += ps->alloc_bytes.load(std::memory_order_relaxed);
+    out += ps->free_bytes.load(std::memory_order_relaxed);
+  }
+  return in > out ? in - out : 0;
+}
+
+uint64_t UsedMemory(const Arena& a) {
+  const ArenaHeader* h = a.hdr();
+  return CellBytesInUse(a) + h->large_bytes.load(std::memory_order_relaxed) +
+         h->region_bytes.load(std::memory_order_relaxed) + uint64_t{h->meta_groups} * kGroupSize;
 }
 
 }  // namespace mem

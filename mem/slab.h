@@ -2,14 +2,14 @@
 // Copyright (c) 2026 the perfcached authors.
 #pragma once
 
-// Cells, chunks, pools:
+// Cells, pages, pools:
 //
-//   chunk (64 KiB .. 2 MiB, bound to one class for the life of the arena)
-//   +------+------+------+------+-- ... --+------+-------+
-//   | cell | cell | cell | cell |         | cell | slack |
-//   +------+------+------+------+-- ... --+------+-------+
-//   cell byte 0 = class id, stamped when the chunk is carved, never changed.
-//   A free cell links to the next free cell through bytes 4..7 (an Off).
+//   page (64 KiB .. 2 MiB, one class while in use; mem/page.h)
+//   +--------+--------+------+------+-- ... --+------+-------+
+//   | header | bitmap | cell | cell |         | cell | slack |
+//   +--------+--------+------+------+-- ... --+------+-------+
+//   cell byte 0 = class id, stamped when the page is set up, never written
+//   by a record. A bit per cell: 1 = live or claimed, 0 = free.
 //
 // Size classes (kClassSize): 16..256 B in 8-byte steps, then 8 classes per
 // doubling up to 256 KiB (12.5% steps, <= 11% waste). The fine small steps
@@ -19,20 +19,24 @@
 // (the large-object path, class byte kLargeClass).
 //
 // Per-process allocation: every process owns one ProcSlot in shm. For each
-// class it holds a bump range inside its current chunk and a private LIFO
-// free stack. Only the owner touches its slot, so the fast path has no
-// atomics and no locks. The shared part is one SlabPool per class under a
-// ShmLock: refills take kRefill cells, a private stack above kDonateAbove
-// donates kDonate cells, and cross-process frees (the expiry sweep) go there.
+// class it holds a *claim*: up to 64 cells of one bitmap word whose bits it
+// set under the class's pool lock (ClassCache: the word's first cell and a
+// mask of the cells not yet handed out). Alloc pops the lowest bit of the
+// mask: no atomics, no locks. Free keeps up to StackCells freed cells on a
+// private stack (bits still set: a replace reuses the cell it freed, as
+// cheaply as before pages), and past that clears the cell's bit with one
+// atomic AND, from any process, so a cell freed by anyone is free for
+// everyone, and a page whose bits all clear goes back to its group (and the
+// group to the arena): memory freed in one class serves every other class.
 //
 // Fork: a child must never use the ProcSlot it inherited the handle of; it
-// binds a fresh Allocator to its own slot. Donating an inherited stack would
-// put the same cells on the global list once per child (the bug the
-// cachedb_perf soak found). A slot whose process died is *adopted*: its free
-// stack and bump remainder go to the global pools, then the slot is reset.
-// Slot state is kept crash-consistent: the list head is stored last, so a
-// process killed mid-operation never corrupts a list; it leaks the cells in
-// flight (one cell, or a refill / donation batch of up to kDonate).
+// binds a fresh Allocator to its own slot (using the parent's claim twice
+// would hand the same cells out twice: the bug the cachedb_perf soak found).
+// A slot whose process died is *adopted*: its claims and stacks are cleared
+// in the bitmaps, then the slot is reset. Slot state is crash-consistent: a
+// claim's mask is emptied (a stack cell leaves the stack) before its bits
+// are cleared, so a process killed mid-operation leaks the cells in flight
+// (one cell, or one claim of up to 64) and never hands a cell out twice.
 
 #include <array>
 #include <cstddef>
@@ -75,37 +79,52 @@ static_assert(kClassSize[kNumClasses - 1] == kMaxCell);
 
 // Smallest class whose cells hold `bytes`; -1 above kMaxCell.
 int ClassFor(size_t bytes);
-// Chunk bytes for a class: a power of two in [64 KiB, 2 MiB], >= 32 cells
-// up to 64 KiB cells, >= 8 above.
+// Page bytes for a class: a power of two in [64 KiB, 2 MiB], >= 31 cells
+// up to 64 KiB cells, >= 7 above.
 size_t ChunkBytes(int cls);
 
-// Global pool of one class. 64 bytes, one per class, in arena metadata.
+// Global state of one class (64 bytes, one per class, in arena metadata).
+// The lock covers claims, the current page and giving pages back.
 struct alignas(64) SlabPool {
   ShmLock lock;
-  Off head;                        // free list (via cell bytes 4..7)
-  uint32_t count;                  // cells on the list
-  uint32_t pad;
-  std::atomic<uint64_t> chunks;    // chunks carved for this class
-  std::atomic<uint64_t> cells_total;
-  uint64_t pad2[4];
+  Off current;                     // page claims come from (Off of the page; 0 = none)
+  std::atomic<uint32_t> partial;   // pages that came back from full (hint for the search)
+  uint32_t scan;                   // group where the search for a page with room resumes
+  std::atomic<uint64_t> pages;     // pages in use by this class
+  std::atomic<uint64_t> cells_total;  // cells in those pages
+  std::atomic<uint64_t> pages_returned;  // pages given back after they came free
+  uint64_t pad2[3];
 };
 static_assert(sizeof(SlabPool) == 64);
+static_assert(offsetof(SlabPool, pages) == 16);
 static_assert(std::is_standard_layout_v<SlabPool>);
 
-// One class's private state inside a ProcSlot. Owner-only writes (and the
-// adopter's, once the owner is dead).
+// One class's claim and private stack inside a ProcSlot. Owner-only writes
+// (and the adopter's, once the owner is dead). `base` changes only while
+// `mask` is 0. The stack holds cells this process freed, bits still set (a
+// replace reuses the cell it just freed, with no atomics); linked through
+// cell bytes 4..7, at most StackCells of them.
 struct ClassCache {
-  Off free_head;      // private free stack
-  uint32_t free_count;
-  uint64_t bump;      // next cell (low 32) | end of the chunk (high 32): one
-                      // 8-byte field, so a refill or an adopter's step moves
-                      // both with one store
+  Off base;          // cell of bit 0 of the claimed bitmap word
+  Off stack;         // top of the private stack (0 = empty)
+  uint64_t mask;     // cells of that word claimed and not handed out
+  uint32_t stack_n;  // cells on the stack
+  uint32_t pad[3];
 };
-static_assert(sizeof(ClassCache) == 16);
-static_assert(offsetof(ClassCache, bump) == 8);
-inline Off BumpNext(uint64_t r) { return static_cast<Off>(r); }
-inline Off BumpEnd(uint64_t r) { return static_cast<Off>(r >> 32); }
-inline uint64_t BumpRange(Off next, Off end) { return uint64_t{next} | (uint64_t{end} << 32); }
+static_assert(sizeof(ClassCache) == 32);
+static_assert(offsetof(ClassCache, mask) == 8);
+static_assert(offsetof(ClassCache, stack_n) == 16);
+
+// Cells a claim takes at most: 64, fewer for big cells (32 KiB a claim).
+inline constexpr uint32_t ClaimCells(size_t cell) {
+  size_t n = (32u << 10) / cell;
+  return n < 1 ? 1 : (n > 64 ? 64 : static_cast<uint32_t>(n));
+}
+// Cells a private stack keeps at most: 32, fewer for big cells (64 KiB).
+inline constexpr uint32_t StackCells(size_t cell) {
+  size_t n = (64u << 10) / cell;
+  return n < 1 ? 1 : (n > 32 ? 32 : static_cast<uint32_t>(n));
+}
 
 // owner_tid carries kSlotBusy while a process claims or adopts the slot
 // (between the claim and the recorded start time, or during a drain): such
@@ -119,14 +138,17 @@ struct alignas(64) ProcSlot {
   std::atomic<uint64_t> allocs;     // cells handed out by this slot (stats)
   std::atomic<uint64_t> frees;
   std::atomic<uint64_t> owner_start;  // owner's start time (/proc stat field 22)
-  uint64_t pad2[4];
+  std::atomic<uint64_t> alloc_bytes;  // cell bytes handed out / freed by this
+  std::atomic<uint64_t> free_bytes;   // slot (never reset: used memory sums them)
+  uint64_t pad2[2];
   ClassCache cls[kNumClasses];
 };
 static_assert(offsetof(ProcSlot, owner_tid) == 0);
 static_assert(offsetof(ProcSlot, gen) == 4);
 static_assert(offsetof(ProcSlot, owner_start) == 24);
+static_assert(offsetof(ProcSlot, alloc_bytes) == 32);
 static_assert(offsetof(ProcSlot, cls) == 64);
-static_assert(sizeof(ProcSlot) == (64 + 16 * kNumClasses + 63) / 64 * 64);
+static_assert(sizeof(ProcSlot) == (64 + sizeof(ClassCache) * kNumClasses + 63) / 64 * 64);
 static_assert(std::is_standard_layout_v<ProcSlot>);
 static_assert(std::is_standard_layout_v<ClassCache> && std::is_trivially_copyable_v<ClassCache>);
 
@@ -153,10 +175,9 @@ class Allocator {
   // A cell of at least `bytes` (class byte stamped). kTooBig above
   // max_value; kNoMem when the arena is full (nothing changed).
   [[nodiscard]] Status Alloc(size_t bytes, Off* out);
-  // Free a cell this process or any other allocated (private stack).
+  // Free a cell this process or any other allocated.
   void Free(Off cell);
-  // Give every privately held cell to the global pools (before fork, or at
-  // clean exit).
+  // Give every claimed cell back (before fork, or at clean exit).
   void FlushToGlobal();
   // Clean exit: flush, then free the slot (nothing left for an adopter).
   void Release();
@@ -167,7 +188,6 @@ class Allocator {
  private:
   Status Refill(int cls, ClassCache& c);
   Status AllocLarge(size_t bytes, Off* out);
-  void FreeLarge(Off cell);
 
   Arena* arena_;
   ProcSlot* ps_;
@@ -175,7 +195,7 @@ class Allocator {
   uint32_t slot_;
 };
 
-// Free a cell straight to the global pool (any process, e.g. a sweep).
+// Free a cell (any process, with or without a slot, e.g. a sweep).
 // A large object that readers have pinned is only marked; the last reader
 // to unpin it frees it.
 void FreeGlobal(Arena& a, Off cell);
@@ -186,26 +206,47 @@ void FreeGlobal(Arena& a, Off cell);
 bool PinLarge(Arena& a, Off cell);
 void UnpinLarge(Arena& a, Off cell);
 inline constexpr uint32_t kPinZombie = 1u << 31;  // freed while pinned
-// If the slot's owner is dead: claim it (CAS), move its free stack and bump
-// remainder to the global pools, and free the slot. False if not dead or
+// If the slot's owner is dead: claim it (CAS), give its claims back, and
+// free the slot. False if not dead or
 // someone else adopted it first. An adopter killed mid-drain leaves the slot
 // busy under its own (dead) tid: the next adopter goes on where it stopped.
 bool AdoptDeadSlot(Arena& a, uint32_t slot);
 // True when the slot's owner (claimed or in transition) is dead.
 bool SlotOwnerDead(const ProcSlot& ps);
-// Move a slot's cells to the global pools (caller has claimed the slot).
-// Crash-safe order: each cell leaves the slot (head or bump advanced) before
-// it is pushed, so a drain killed anywhere leaks at most one cell and never
-// hands a cell out twice. `budget` stops after that many cells (tests: a
-// drain killed at that point). Returns the cells moved.
+// Give a slot's claims back (caller has claimed the slot). Crash-safe
+// order: a claim's mask is emptied before its bits are cleared, so a drain
+// killed anywhere leaks at most one claim and never hands a cell out twice.
+// `budget` (tests): a claim that would exceed that many cells is only half
+// given back, as by a drain killed between its two steps. Returns the cells
+// given back.
 size_t DrainSlot(Arena& a, ProcSlot* ps, size_t budget = ~size_t{0});
 ProcSlot* SlotAt(const Arena& a, uint32_t slot);
 // Arena::Destroy: stop judging tokens against this arena's slots.
 void ForgetTokenArena(const Arena* a);
 SlabPool* PoolAt(const Arena& a, int cls);
 
-inline constexpr uint32_t kRefill = 32;
-inline constexpr uint32_t kDonateAbove = 256;
-inline constexpr uint32_t kDonate = 128;
+// A page of `cls` whose live hint dropped to 0 is given back if its bitmap
+// is clear and it is not the class's current page (takes the pool lock).
+void MaybeReleasePage(Arena& a, int cls, size_t page);
+// Housekeeping (timer process): recount the live hints of sparse pages from
+// their bitmaps and give back the pages that are free (a crash can leave a
+// hint high). `max_pages` bounds the pages looked at. Returns the pages
+// given back.
+size_t TidyPages(Arena& a, size_t max_pages = ~size_t{0});
+
+// Occupancy of one class (walks its pages and their bitmaps: for reports).
+struct ClassUsage {
+  uint64_t pages = 0, cells = 0, used = 0;  // used: bits set (live + claimed)
+  uint64_t page_bytes = 0;                  // bytes of those pages
+};
+ClassUsage UsageOf(const Arena& a, int cls);
+// Every class in one walk of the slab groups; `exact`: count the bitmaps'
+// bits (else the pages' live hints: cheap enough for a /metrics scrape).
+void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]);
+// Bytes of cells handed out and not freed, over all slots (cheap).
+uint64_t CellBytesInUse(const Arena& a);
+// What the data takes (INFO used_memory): cells in use, large objects, the
+// index regions and the metadata groups. Drops when keys go.
+uint64_t UsedMemory(const Arena& a);
 
 }  // namespace mem

@@ -91,7 +91,7 @@ void RaiseFdLimit(int want) {
   prctl(PR_SET_NAME, "pc-timer");  // what ps / top show for each role
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   cache::Ctx ctx(a, self->slot);
-  int64_t last_sweep = 0, last_repair = 0;
+  int64_t last_sweep = 0, last_repair = 0, last_tidy = 0;
   uint64_t repair_cursor = 0;
   while (!g_stop) {
     int64_t now = MonoMs();
@@ -147,6 +147,12 @@ void RaiseFdLimit(int want) {
       uint32_t r = cache::RepairDeadStep(ctx, &repair_cursor, 16384);
       if (r) LOG_NOTICE("background pass repaired %u lock(s)/slot(s) left by dead processes", r);
       last_repair = now;
+    }
+    if (now - last_tidy >= 10000) {
+      // Pages a crash left counted as used although they are free.
+      size_t n = mem::TidyPages(a);
+      if (n) LOG_INFO("gave back %zu free slab page(s) the live counts had kept", n);
+      last_tidy = now;
     }
     usleep(100 * 1000);
   }

@@ -11,7 +11,7 @@ S="$BUILD/bin/engine_soak"
 C="$BUILD/bin/crash_points"
 names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "repair keeps an interrupted split's misrouted copies" "a child binds to a live process's slot"
-       "an adopter pushes a cell before it leaves the slot"
+       "an adopter frees a claim before it leaves the slot"
        "aggregate readers skip the version re-check" "removing a hash / set frees its record, not its trie")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT

@@ -18,6 +18,7 @@
 
 #include "cache/table.h"
 #include "mem/arena.h"
+#include "mem/slab.h"
 #include "modules/mi/http_checks.h"
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
@@ -157,6 +158,33 @@ std::string Metrics(proc::ModuleProcContext& pc) {
   o += "perfcached_arena_bytes{kind=\"cap\"} " + std::to_string(a.cap_bytes()) + "\n";
   o += "perfcached_arena_bytes{kind=\"committed\"} " + std::to_string(a.committed_bytes()) + "\n";
   o += "perfcached_arena_bytes{kind=\"used\"} " + std::to_string(a.used_bytes()) + "\n";
+  Metric(&o, "perfcached_used_memory_bytes", "gauge", "What the data takes (INFO used_memory).");
+  o += "perfcached_used_memory_bytes " + std::to_string(mem::UsedMemory(a)) + "\n";
+  Metric(&o, "perfcached_groups_returned_total", "counter", "Slab groups given back after all their pages came free.");
+  o += "perfcached_groups_returned_total " + std::to_string(a.hdr()->groups_returned.load()) + "\n";
+  {
+    mem::ClassUsage u[mem::kNumClasses];
+    mem::UsageAll(a, /*exact=*/false, u);
+    struct ClassRow {
+      const char* name;
+      const char* help;
+      uint64_t mem::ClassUsage::*field;
+    };
+    static const ClassRow kClass[] = {
+        {"perfcached_slab_pages", "Slab pages in use, per cell size.", &mem::ClassUsage::pages},
+        {"perfcached_slab_cells", "Cells in those pages, per cell size.", &mem::ClassUsage::cells},
+        {"perfcached_slab_used_cells", "Cells live or claimed by a process, per cell size.", &mem::ClassUsage::used},
+        {"perfcached_slab_page_bytes", "Bytes of those pages, per cell size.", &mem::ClassUsage::page_bytes},
+    };
+    for (const ClassRow& r : kClass) {
+      Metric(&o, r.name, "gauge", r.help);
+      for (int k = 0; k < mem::kNumClasses; ++k) {
+        if (u[k].pages == 0) continue;
+        o += std::string(r.name) + "{cell=\"" + std::to_string(mem::kClassSize[k]) + "\"} " +
+             std::to_string(u[k].*r.field) + "\n";
+      }
+    }
+  }
   Metric(&o, "perfcached_arena_tier", "gauge", "Page tier: 1 hugetlb, 2 thp, 3 collapse, 4 small.");
   o += "perfcached_arena_tier " + std::to_string(static_cast<int>(a.tier())) + "\n";
   Metric(&o, "perfcached_arena_nomem_total", "counter", "Allocations refused: arena full.");

@@ -267,14 +267,21 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
           if (k < std::size(names)) kinds[names[k]] = kinds.value(names[k], 0) + 1;
         }
         Json classes = Json::array();
+        std::vector<mem::ClassUsage> all(mem::kNumClasses);
+        mem::UsageAll(a, /*exact=*/true, all.data());
         for (int c = 0; c < mem::kNumClasses; ++c) {
           const mem::SlabPool* p = mem::PoolAt(a, c);
-          uint64_t chunks = p->chunks.load();
-          if (chunks == 0) continue;
-          classes.push_back(Json{{"cell", mem::kClassSize[c]},
-                                 {"chunks", chunks},
-                                 {"cells", p->cells_total.load()},
-                                 {"pool_free", __atomic_load_n(&p->count, __ATOMIC_RELAXED)}});
+          const mem::ClassUsage& u = all[c];
+          if (u.pages == 0 && p->pages_returned.load() == 0) continue;
+          uint64_t cell = mem::kClassSize[c];
+          classes.push_back(Json{{"cell", cell},
+                                 {"pages", u.pages},
+                                 {"page_bytes", u.page_bytes},
+                                 {"cells", u.cells},
+                                 {"used", u.used},
+                                 {"free", u.cells - u.used},
+                                 {"waste_bytes", u.page_bytes - u.cells * cell},
+                                 {"pages_returned", p->pages_returned.load()}});
         }
         return mi::MiResult(Json{{"tier", mem::TierName(a.tier())},
                                  {"tier_note", a.tier_note()},
@@ -286,6 +293,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"groups_2mb", kinds},
                                  {"large_objects", h.large_objects.load()},
                                  {"large_bytes", h.large_bytes.load()},
+                                 {"slab_pages", h.slab_pages.load()},
+                                 {"groups_returned", h.groups_returned.load()},
+                                 {"cell_bytes_in_use", mem::CellBytesInUse(a)},
                                  {"nomem_events", h.nomem_events.load()},
                                  {"slab_classes", classes}});
       });

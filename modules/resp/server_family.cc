@@ -4,12 +4,15 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
 #include "cache/glob.h"
 #include "mem/arena.h"
+#include "mem/slab.h"
 #include "cache/encoding.h"
+#include "cache/key_ops.h"
 #include "modules/resp/command.h"
 #include "proc/secret.h"
 #include "proc/log.h"
@@ -359,8 +362,12 @@ void CmdInfo(CmdCtx& c) {
          "\r\nmaxclients:" + std::to_string(e.cfg->maxclients) + "\r\n\r\n";
   }
   if (on("memory")) {
-    uint64_t used = a.used_bytes();
+    uint64_t used = mem::UsedMemory(a), rss = a.committed_bytes();
+    char frag[32];
+    std::snprintf(frag, sizeof frag, "%.2f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
     o += "# Memory\r\nused_memory:" + std::to_string(used) + "\r\nused_memory_human:" + Human(used) +
+         "\r\nused_memory_rss:" + std::to_string(rss) + "\r\nused_memory_rss_human:" + Human(rss) +
+         "\r\nmem_fragmentation_ratio:" + frag + "\r\narena_groups_bytes:" + std::to_string(a.used_bytes()) +
          "\r\nmaxmemory:" + std::to_string(a.cap_bytes()) + "\r\nmaxmemory_human:" +
          Human(a.cap_bytes()) + "\r\nmaxmemory_policy:noeviction\r\narena_committed:" +
          std::to_string(a.committed_bytes()) + "\r\narena_tier:" + mem::TierName(a.tier()) +
@@ -701,6 +708,132 @@ constexpr const char* kCommandSubs[] = {"command|count", "command|info",    "com
 // Flags and groups as redis-server 7.0's COMMAND INFO / DOCS give them
 // (test/diff compares them). CLIENT and CONFIG are containers: Redis puts
 // the flags (admin ...) on their subcommands, not on them.
+// MEMORY USAGE | STATS | DOCTOR | MALLOC-STATS | PURGE | HELP.
+void CmdMemory(CmdCtx& c) {
+  std::string_view sub = c.arg(1);
+  Env& e = c.env;
+  mem::Arena& a = e.ctx->arena;
+  if (EqNoCase(sub, "HELP") && c.argc() == 2) {
+    static constexpr const char* kHelp[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR", "    Return memory problems reports.",
+        "MALLOC-STATS", "    Return internal statistics report from the memory allocator.",
+        "PURGE", "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS", "    Return information about the memory usage of the server.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP", "    Prints this help."};
+    c.r.Array(std::size(kHelp));
+    for (const char* l : kHelp) c.r.Simple(l);
+    return;
+  }
+  if (EqNoCase(sub, "USAGE") && c.argc() >= 3) {
+    long long samples = 5;
+    for (size_t i = 3; i < c.argc(); ++i) {
+      if (EqNoCase(c.arg(i), "SAMPLES") && i + 1 < c.argc()) {
+        if (!ParseLLOrReply(c, c.arg(++i), &samples)) return;
+        if (samples < 0) return c.r.Error("ERR syntax error");
+      } else {
+        return c.r.Error("ERR syntax error");
+      }
+    }
+    cache::TableRef t;
+    if (!CurrentTable(c, &t)) return;
+    uint64_t bytes;
+    Status st = cache::MemoryUsage(*e.ctx, t, c.arg(2), static_cast<uint64_t>(samples), &bytes);
+    if (st == Status::kNotFound) return c.r.Null();
+    if (st != Status::kOk) return ReplyStatus(c, st);
+    return c.r.Int(static_cast<long long>(bytes));
+  }
+  uint64_t used = mem::UsedMemory(a), rss = a.committed_bytes(), keys = 0;
+  const mem::ArenaHeader& h = *a.hdr();
+  uint64_t startup = uint64_t{h.meta_groups} * mem::kGroupSize;
+  uint64_t index = h.region_bytes.load(), dataset = used > startup + index ? used - startup - index : 0;
+  if (EqNoCase(sub, "STATS") && c.argc() == 2) {
+    for (const auto& ci : cache::ListCollections(*e.ctx)) keys += ci.entries;
+    char frag[32], pct[32], per[32];
+    std::snprintf(frag, sizeof frag, "%.4f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+    std::snprintf(pct, sizeof pct, "%.4f", used ? 100.0 * static_cast<double>(dataset) / static_cast<double>(used) : 0.0);
+    std::snprintf(per, sizeof per, "%llu", static_cast<unsigned long long>(keys ? (used - startup) / keys : 0));
+    struct F {
+      const char* name;
+      uint64_t v;
+      const char* text;
+    };
+    const F f[] = {{"total.allocated", used, nullptr},
+                   {"startup.allocated", startup, nullptr},
+                   {"overhead.hashtable.main", index, nullptr},
+                   {"keys.count", keys, nullptr},
+                   {"keys.bytes-per-key", 0, per},
+                   {"dataset.bytes", dataset, nullptr},
+                   {"dataset.percentage", 0, pct},
+                   {"fragmentation", 0, frag},
+                   {"fragmentation.bytes", rss > used ? rss - used : 0, nullptr},
+                   {"arena.cap", a.cap_bytes(), nullptr},
+                   {"arena.rss", rss, nullptr},
+                   {"arena.groups", a.used_bytes(), nullptr},
+                   {"arena.slab_pages", h.slab_pages.load(), nullptr},
+                   {"arena.large_bytes", h.large_bytes.load(), nullptr},
+                   {"arena.groups_returned", h.groups_returned.load(), nullptr},
+                   {"arena.nomem_events", h.nomem_events.load(), nullptr}};
+    c.r.Array(2 * std::size(f));
+    for (const F& x : f) {
+      c.r.Bulk(x.name);
+      if (x.text) c.r.Bulk(x.text);
+      else c.r.Int(static_cast<long long>(x.v));
+    }
+    return;
+  }
+  if (EqNoCase(sub, "DOCTOR") && c.argc() == 2) {
+    std::string out;
+    uint64_t cap = a.cap_bytes();
+    if (used > cap / 10 * 9) {
+      out += "* The arena is " + std::to_string(used * 100 / cap) +
+             "% used: writes will soon be refused (-OOM). Raise [memory] arena_cap_mb or delete keys.\n";
+    }
+    if (h.nomem_events.load() > 0) {
+      out += "* " + std::to_string(h.nomem_events.load()) +
+             " allocation(s) were refused because the arena was full.\n";
+    }
+    if (rss > (64u << 20) && rss > used / 2 * 3) {
+      out += "* Resident arena memory is " + std::to_string(rss * 100 / (used ? used : 1)) +
+             "% of the data's: free cells sit in pages that still hold live ones. Free pages and "
+             "groups go back by themselves; MEMORY PURGE gives back what a crash left counted.\n";
+    }
+    if (a.tier() != mem::Tier::kHugetlb) {
+      out += std::string("* The arena is on ") + mem::TierName(a.tier()) + " pages, not 2 MiB hugetlb ones (" +
+             a.tier_note() + ").\n";
+    }
+    if (out.empty()) {
+      out = "No memory problem found: " + Human(used) + " used of a " + Human(cap) +
+            " arena, fragmentation " + std::to_string(used ? rss * 100 / used : 100) + "%.";
+    } else {
+      out = "Memory report:\n" + out;
+    }
+    return c.r.Bulk(out);
+  }
+  if (EqNoCase(sub, "MALLOC-STATS") && c.argc() == 2) {
+    return c.r.Bulk("Stats not supported for the current allocator (perfcached's shared-memory slab: "
+                    "see MEMORY STATS and MI mem_shm_dump)");
+  }
+  if (EqNoCase(sub, "PURGE") && c.argc() == 2) {
+    (void)mem::TidyPages(a);
+    return c.r.Simple("OK");
+  }
+  bool known = EqNoCase(sub, "USAGE") || EqNoCase(sub, "STATS") || EqNoCase(sub, "DOCTOR") ||
+               EqNoCase(sub, "MALLOC-STATS") || EqNoCase(sub, "PURGE") || EqNoCase(sub, "HELP");
+  if (known) {
+    std::string n(sub);
+    for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return c.r.Error("ERR wrong number of arguments for 'memory|" + n + "' command");
+  }
+  c.r.Error("ERR unknown subcommand '" + std::string(sub) + "'. Try MEMORY HELP.");
+}
+
+constexpr const char* kMemorySubs[] = {"memory|usage", "memory|stats", "memory|doctor",
+                                       "memory|malloc-stats", "memory|purge", "memory|help", nullptr};
+
 constexpr CommandSpec kServerCommands[] = {
     {"ping", -1, kFast | kPubSub, &CmdPing, 0, 0, 0, "connection"},
     {"echo", 2, kFast, &CmdEcho, 0, 0, 0, "connection"},
@@ -714,6 +847,7 @@ constexpr CommandSpec kServerCommands[] = {
     {"config", -2, 0, &CmdConfig, 0, 0, 0, "server", kConfigSubs},
     {"time", 1, kFast, &CmdTime},
     {"role", 1, kFast, &CmdRole},
+    {"memory", -2, 0, &CmdMemory, 0, 0, 0, "server", kMemorySubs},
 };
 
 }  // namespace

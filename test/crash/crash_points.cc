@@ -605,13 +605,18 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
     (void)cache::GetString(c, ta, "big", &v);  // a big read (one copy, maybe pinned)
   }
   (void)cache::Del(c, ta, "big");
-  // allocator: churn one class past the donation threshold, refill after
+  // allocator: fill pages of one class and free them (pages given back),
+  // claims again after; 2 MiB pages of big cells (their groups given back)
   {
-    std::vector<mem::Off> cells(300);
+    std::vector<mem::Off> cells(3000);
     for (auto& x : cells) (void)c.alloc.Alloc(48, &x);
     for (auto x : cells) c.alloc.Free(x);
-    for (auto& x : cells) (void)c.alloc.Alloc(48, &x);
-    for (auto x : cells) c.alloc.Free(x);
+    for (size_t i = 0; i < 300; ++i) (void)c.alloc.Alloc(48, &cells[i]);
+    for (size_t i = 0; i < 300; ++i) c.alloc.Free(cells[i]);
+    std::vector<mem::Off> big(40);
+    for (auto& x : big) (void)c.alloc.Alloc(60000, &x);
+    for (auto x : big) c.alloc.Free(x);
+    c.alloc.FlushToGlobal();
   }
   // collections: create, fill, flush, rename, resize, drop
   cache::TableRef tt;

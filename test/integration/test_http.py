@@ -66,6 +66,14 @@ class HttpDoor(unittest.TestCase):
         self.assertGreater(after[("perfcached_resp_commands_total", ())],
                            before[("perfcached_resp_commands_total", ())])
         self.assertGreaterEqual(after[("perfcached_entries", (("collection", "0"),))], 20)
+        # memory (issue 10): one name per meaning, per cell size for the slab
+        self.assertGreater(after[("perfcached_used_memory_bytes", ())], 0)
+        cells = {lab: v for (n, lab), v in after.items() if n == "perfcached_slab_used_cells"}
+        self.assertTrue(cells, "no per-class slab gauge")
+        self.assertTrue(all(dict(lab)["cell"].isdigit() for lab in cells))
+        self.assertGreaterEqual(sum(cells.values()), 20)
+        for lab in cells:
+            self.assertGreaterEqual(after[("perfcached_slab_cells", lab)], cells[lab])
         # A reset re-baselines what MI shows, never what Prometheus scrapes.
         self.assertEqual(self.request("POST", "/reset-stats")[0], 200)
         again = self.metrics()

@@ -205,5 +205,67 @@ class MemoryReuse(unittest.TestCase):
         self.assertLess(after, filled // 2, msg)
 
 
+
+class MemoryCommand(unittest.TestCase):
+    """MEMORY USAGE / STATS / DOCTOR / PURGE / HELP and INFO memory figures."""
+
+    def setUp(self):
+        self.d = Daemon(workers=1, arena_mb=ARENA_MB)
+        self.r = redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=30)
+
+    def tearDown(self):
+        self.r.close()
+        self.assertEqual(self.d.stop(), 0, self.d.read_log()[-2000:])
+
+    def test_usage_of_strings_and_aggregates(self):
+        r = self.r
+        r.set("s", b"x" * 100)
+        n = r.memory_usage("s")
+        # a 20-byte header + 1-byte key + 100-byte value in a 128-byte cell, and a slot
+        self.assertTrue(121 <= n <= 160, n)
+        self.assertIsNone(r.memory_usage("absent"))
+        r.set("big", b"y" * 100000)
+        self.assertTrue(100000 <= r.memory_usage("big") <= 100000 * 1.13, r.memory_usage("big"))
+        # a tree-encoded hash: sampled estimate near the exact walk (SAMPLES 0)
+        r.hset("h", mapping={b"f%d" % i: b"v" * 80 for i in range(3000)})
+        self.assertEqual(r.object("encoding", "h"), b"hashtable")
+        exact = r.memory_usage("h", samples=0)
+        est = r.memory_usage("h")
+        self.assertGreater(exact, 3000 * 80)
+        self.assertTrue(0.5 * exact <= est <= 2 * exact, (exact, est))
+        r.sadd("st", *[b"m%d" % i for i in range(10)])
+        self.assertTrue(0 < r.memory_usage("st") < 1000)
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            r.execute_command("MEMORY", "USAGE", "s", "SAMPLES", "-1")
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            r.execute_command("MEMORY", "USAGE", "s", "FOO")
+        with self.assertRaisesRegex(redis.ResponseError, "not an integer"):
+            r.execute_command("MEMORY", "USAGE", "s", "SAMPLES", "x")
+
+    def test_stats_doctor_purge_help(self):
+        r = self.r
+        for i in range(1000):
+            r.set("k%d" % i, b"v" * 50)
+        st = r.execute_command("MEMORY", "STATS")
+        stats = {st[i].decode(): st[i + 1] for i in range(0, len(st), 2)}
+        self.assertEqual(stats["keys.count"], 1000)
+        used = int(r.info("memory")["used_memory"])
+        self.assertTrue(abs(stats["total.allocated"] - used) < (1 << 20), (stats, used))
+        self.assertGreater(stats["dataset.bytes"], 1000 * 50)
+        self.assertGreater(float(stats["fragmentation"]), 0)
+        doc = r.execute_command("MEMORY", "DOCTOR")
+        self.assertTrue(isinstance(doc, bytes) and len(doc) > 20, doc)
+        self.assertEqual(r.execute_command("MEMORY", "PURGE"), b"OK")
+        self.assertIn(b"Stats not supported", r.execute_command("MEMORY", "MALLOC-STATS"))
+        self.assertIn(b"    Prints this help.", r.execute_command("MEMORY", "HELP"))
+        with self.assertRaisesRegex(redis.ResponseError, "unknown subcommand"):
+            r.execute_command("MEMORY", "FOO")
+        with self.assertRaisesRegex(redis.ResponseError, "wrong number of arguments"):
+            r.execute_command("MEMORY", "STATS", "x")
+        info = r.info("memory")
+        for k in ("used_memory", "used_memory_rss", "mem_fragmentation_ratio", "maxmemory"):
+            self.assertIn(k, info)
+
+
 if __name__ == "__main__":
     unittest.main()

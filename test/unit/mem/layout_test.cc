@@ -7,6 +7,7 @@
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "mem/lock.h"
+#include "mem/page.h"
 #include "mem/slab.h"
 #include "test/unit/mem/mem_fixture.h"
 // CppUTest last: its operator-new macros must not meet the standard headers.
@@ -47,7 +48,8 @@ TEST_GROUP(MemLayout) {
 TEST(MemLayout, ArenaHeader) {
   CHECK_EQUAL(0u, offsetof(ArenaHeader, magic));
   CHECK_EQUAL(8u, offsetof(ArenaHeader, layout_version));
-  CHECK(sizeof(ArenaHeader) <= 512);
+  CHECK(sizeof(ArenaHeader) <= 640);
+  CHECK_EQUAL(184u, offsetof(ArenaHeader, page_masks_off));
   CHECK_EQUAL(0u, offsetof(ArenaHeader, populated_bytes) % 8);
   CHECK_EQUAL(0u, offsetof(ArenaHeader, released_bytes) % 8);
   CHECK_EQUAL(0u, offsetof(ArenaHeader, group_lock) % 4);
@@ -61,8 +63,12 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(64u, sizeof(SlabPool));
   CHECK_EQUAL(64u, alignof(SlabPool));
   CHECK_EQUAL(0u, offsetof(SlabPool, lock));
-  CHECK_EQUAL(16u, sizeof(ClassCache));
-  CHECK_EQUAL(8u, offsetof(ClassCache, bump));
+  CHECK_EQUAL(32u, sizeof(ClassCache));
+  CHECK_EQUAL(8u, offsetof(ClassCache, mask));
+  CHECK_EQUAL(16u, offsetof(SlabPool, pages));
+  CHECK_EQUAL(32u, offsetof(ProcSlot, alloc_bytes));
+  CHECK_EQUAL(128u, sizeof(mem::PageHeader));
+  CHECK_EQUAL(64u, offsetof(mem::PageHeader, live));
   CHECK_EQUAL(0u, offsetof(ProcSlot, owner_tid));
   CHECK_EQUAL(64u, offsetof(ProcSlot, cls));
   CHECK_EQUAL(64u, alignof(ProcSlot));
@@ -105,7 +111,9 @@ TEST(MemLayout, FreshArenaHeader) {
   CHECK_EQUAL(0u, mem::LockHolder(h->group_lock));
   // Metadata blocks: in order, aligned, inside the meta groups.
   CHECK_EQUAL(4096u, h->group_map_off);
-  CHECK(h->pools_off >= h->group_map_off + h->ngroups * sizeof(uint32_t));
+  CHECK(h->pins_off >= h->group_map_off + h->ngroups * sizeof(uint32_t));
+  CHECK(h->page_masks_off >= h->pins_off + h->ngroups * sizeof(uint32_t));
+  CHECK(h->pools_off >= h->page_masks_off + h->ngroups * sizeof(uint32_t));
   CHECK_EQUAL(0u, h->pools_off % 64);
   CHECK_EQUAL(h->pools_off + sizeof(SlabPool) * mem::kNumClasses, h->slots_off);
   CHECK_EQUAL(0u, h->user_off % 4096);
@@ -118,8 +126,8 @@ TEST(MemLayout, FreshArenaHeader) {
   for (uint32_t g = h->meta_groups; g < h->ngroups; ++g) CHECK_EQUAL(0u, a->GroupEntry(g));
   // Fresh metadata is zero: pools empty, slots free, user root clear.
   for (int c = 0; c < mem::kNumClasses; ++c) {
-    CHECK_EQUAL(0u, mem::PoolAt(*a, c)->count);
-    CHECK_EQUAL(0u, mem::PoolAt(*a, c)->head);
+    CHECK_EQUAL(0u, mem::PoolAt(*a, c)->pages.load());
+    CHECK_EQUAL(0u, mem::PoolAt(*a, c)->current);
   }
   for (uint32_t s = 0; s < h->max_procs; ++s) CHECK_EQUAL(0u, mem::SlotAt(*a, s)->owner_tid.load());
   const char* root = static_cast<const char*>(a->UserRoot());

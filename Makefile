@@ -247,6 +247,7 @@ bench: deps all
 	$(Q)bench/resp.sh
 	$(Q)bench/types.sh
 	$(Q)bench/mi_impact.sh
+	$(Q)bench/eviction.py
 
 format-check:
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')

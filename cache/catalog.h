@@ -132,6 +132,11 @@ struct Catalog {
   // Encoding thresholds of aggregates (cache/dict.h DictLimits, in its
   // field order; 0 = the default). Written by CONFIG SET, read by writes.
   std::atomic<uint32_t> dict_limits[8];
+  // maxmemory and its policy (cache/evict.h), shared like dict_limits.
+  std::atomic<uint64_t> maxmemory;         // bytes of used memory; 0 = none
+  std::atomic<uint32_t> maxmemory_policy;  // EvictPolicy
+  std::atomic<uint32_t> maxmemory_samples;
+  uint8_t pad_memory[48];
   TableHeader tables[kMaxCollections];
 };
 static_assert(std::is_standard_layout_v<Catalog>);
@@ -140,8 +145,9 @@ static_assert(offsetof(Catalog, free_segs) == 24);
 static_assert(offsetof(Catalog, pending_index) == 28);
 static_assert(offsetof(Catalog, pending_name) == 32);
 static_assert(offsetof(Catalog, dict_limits) == 96);
-static_assert(offsetof(Catalog, tables) == 128);
-static_assert(sizeof(Catalog) == 128 + kMaxCollections * sizeof(TableHeader));
+static_assert(offsetof(Catalog, maxmemory) == 128);
+static_assert(offsetof(Catalog, tables) == 192);
+static_assert(sizeof(Catalog) == 192 + kMaxCollections * sizeof(TableHeader));
 
 // A process's handle on the engine: its arena, allocator slot and scratch.
 struct Ctx {

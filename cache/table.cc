@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cache/dict.h"
+#include "cache/evict.h"
 #include "cache/hash.h"
 
 namespace cache {
@@ -175,6 +176,7 @@ Status InitCatalog(mem::Arena& a, uint64_t seed) {
   auto* cat = reinterpret_cast<Catalog*>(a.At(off));
   cat->seed = seed;
   InitDictLimits(cat);
+  InitMemoryLimits(cat);
   cat->magic = kCatalogMagic;
   r->catalog = off;
   r->magic = kCatalogMagic;

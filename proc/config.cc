@@ -141,6 +141,12 @@ const ParamSpec kParams[] = {
     STR_ROW("memory", hugepages, hugepages, "auto | hugetlb | thp | collapse | off"),
     BOOL_ROW("memory", lock_memory, lock_memory, "mlock the arena (warns when refused)"),
     INT_ROW("memory", max_value_mb, max_value_mb, 1, 4095, "largest value accepted (MiB)"),
+    SIZE_ROW("memory", maxmemory, maxmemory, 0,
+             "evict (or refuse writes) above this much used memory (Redis maxmemory; 0 = none)"),
+    STR_ROW("memory", maxmemory_policy, maxmemory_policy,
+            "noeviction | allkeys-random | volatile-random | volatile-ttl (LRU / LFU: not yet)"),
+    INT_ROW("memory", maxmemory_samples, maxmemory_samples, 1, 2147483647,
+            "keys sampled per eviction (Redis maxmemory-samples; above 64 counts as 64)"),
     STR_ROW("listen", resp, resp, "RESP (Redis) door host:port, empty = off"),
     LIST_ROW("listen", resp_allow, resp_allow, ParamType::kList,
              "CIDRs allowed to connect; required when resp is not loopback"),
@@ -517,6 +523,19 @@ bool FinishConfig(Config* c, std::string* err) {
   if (!tier_ok) {
     *err = Where(*c, "memory.hugepages") +
            "[memory] hugepages: expected auto, hugetlb, thp, collapse or off, got '" + c->hugepages + "'";
+    return false;
+  }
+  static const char* kPolicies[] = {"noeviction", "allkeys-random", "volatile-random", "volatile-ttl"};
+  static const char* kLater[] = {"allkeys-lru", "allkeys-lfu", "volatile-lru", "volatile-lfu"};
+  bool policy_ok = false, later = false;
+  for (const char* p : kPolicies) policy_ok |= c->maxmemory_policy == p;
+  for (const char* p : kLater) later |= c->maxmemory_policy == p;
+  if (!policy_ok) {
+    *err = Where(*c, "memory.maxmemory_policy") + "[memory] maxmemory_policy: " +
+           (later ? "'" + c->maxmemory_policy + "' is not built yet (it needs per-key access times); use "
+                    "allkeys-random, volatile-random or volatile-ttl"
+                  : "expected noeviction, allkeys-random, volatile-random or volatile-ttl, got '" +
+                        c->maxmemory_policy + "'");
     return false;
   }
   static const char* kLevels[] = {"error", "warning", "notice", "info", "debug"};

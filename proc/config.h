@@ -40,6 +40,9 @@ struct Config {
   std::string hugepages = "auto";  // auto | hugetlb | thp | collapse | off
   bool lock_memory = false;
   int max_value_mb = 512;
+  int64_t maxmemory = 0;                      // bytes of used memory before eviction (0 = none)
+  std::string maxmemory_policy = "noeviction";  // Redis's eight names (cache/evict.h)
+  int maxmemory_samples = 5;
   // [listen]
   std::string resp = "127.0.0.1:6379";
   std::vector<std::string> resp_allow;       // CIDRs allowed off loopback

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/evict.h"
 #include "mem/arena.h"
 #include "proc/log.h"
 
@@ -299,6 +300,13 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
   (void)cache::InitCatalog(*a, seed);
   cache::Ctx ctx(*a, 0);
+  {
+    cache::MemoryLimits ml;
+    ml.maxmemory = static_cast<uint64_t>(cfg.maxmemory);
+    (void)cache::ParsePolicy(cfg.maxmemory_policy, &ml.policy);  // validated by FinishConfig
+    ml.samples = static_cast<uint32_t>(cfg.maxmemory_samples);
+    cache::SetMemoryLimits(ctx, ml);
+  }
   for (const auto& cc : cfg.collections) {
     cache::CollectionOptions co;
     co.buckets = cc.buckets;

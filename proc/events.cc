@@ -15,7 +15,7 @@ namespace proc {
 namespace {
 
 constexpr const char* kNames[kEvCount] = {"", "E_PERF_EXPIRED", "E_PERF_NOMEM", "E_PERF_GROWN",
-                                          "E_PERF_MEM_DEGRADED"};
+                                          "E_PERF_MEM_DEGRADED", "E_PERF_EVICTED"};
 
 std::string JsonString(std::string_view s) {
   std::string o = "\"";

@@ -20,7 +20,7 @@
 namespace proc {
 
 enum EventId : uint32_t {
-  kEvNone = 0, kEvExpired, kEvNomem, kEvGrown, kEvMemDegraded, kEvCount
+  kEvNone = 0, kEvExpired, kEvNomem, kEvGrown, kEvMemDegraded, kEvEvicted, kEvCount
 };
 const char* EventName(EventId e);
 EventId EventFromName(std::string_view name);

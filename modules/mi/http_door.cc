@@ -107,6 +107,7 @@ std::string Metrics(proc::ModuleProcContext& pc) {
       {"perfcached_stores_total", cache::kStatStores, "Writes applied."},
       {"perfcached_removes_total", cache::kStatRemoves, "Keys deleted."},
       {"perfcached_expired_total", cache::kStatExpired, "Keys removed by expiry."},
+      {"perfcached_evicted_total", cache::kStatEvicted, "Keys evicted to stay under maxmemory."},
       {"perfcached_seqlock_retries_total", cache::kStatSeqRetries, "Lock-free read retries."},
       {"perfcached_lock_fallbacks_total", cache::kStatLockFallbacks, "Reads that took the lock."},
       {"perfcached_splits_total", cache::kStatSplits, "Bucket splits (growth)."},

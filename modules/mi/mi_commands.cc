@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <memory>
+#include <vector>
 
 #include "cache/glob.h"
 #include "cache/audit.h"
+#include "cache/evict.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "modules/mi/mi_module.h"
@@ -189,7 +192,11 @@ mem::Status ReadValue(Env& e, const cache::TableRef& t, std::string_view key, Js
 }  // namespace
 
 void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
-  auto* e = new Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name};
+  // The commands' environment lives as long as the process (the handlers
+  // capture it); kept here so that it stays owned (LeakSanitizer).
+  static std::vector<std::unique_ptr<Env>> envs;
+  envs.push_back(std::make_unique<Env>(Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name}));
+  Env* e = envs.back().get();
 
   // ---- core ----
   Add(r, "core", "which", "list the MI commands, or the recipes of one", {{}, {"command"}},
@@ -247,6 +254,45 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         e->pc.procs->live_gen.fetch_add(1);
         proc::SetLogLevel(static_cast<proc::LogLevel>(l));
         return mi::MiResult(Json{{"New global log level", l}});
+      });
+  Add(r, "core", "perf_maxmemory",
+      "show or set maxmemory (bytes or 512mb), its policy and samples (Redis's names, docs/memory.md)",
+      {{}, {"maxmemory"}, {"policy"}, {"samples"}, {"maxmemory", "policy"},
+       {"maxmemory", "policy", "samples"}},
+      [e](const Params& p) {
+        cache::MemoryLimits l = cache::GetMemoryLimits(*e->pc.ctx);
+        std::string v, err;
+        if (p.Has("maxmemory")) {
+          int64_t x;
+          if (!p.GetString("maxmemory", &v, &err) || !proc::ParseMemSize(v, &x) || x < 0) {
+            return mi::MiParamError("Bad maxmemory (bytes, or 512mb, 2gb)");
+          }
+          l.maxmemory = static_cast<uint64_t>(x);
+        }
+        if (p.Has("policy")) {
+          cache::EvictPolicy pol;
+          if (!p.GetString("policy", &v, &err) || !cache::ParsePolicy(v, &pol)) {
+            return mi::MiParamError("Bad policy (noeviction, allkeys-random, volatile-random, volatile-ttl)");
+          }
+          if (!cache::PolicyBuilt(pol)) {
+            return mi::MiParamError(std::string("Policy ") + cache::PolicyName(pol) +
+                                    " is not built yet (it needs per-key access times)");
+          }
+          l.policy = pol;
+        }
+        if (p.Has("samples")) {
+          int64_t n;
+          if (!p.GetInt("samples", &n, &err) || n < 1 || n > INT32_MAX) return mi::MiParamError("Bad samples");
+          l.samples = static_cast<uint32_t>(n);
+        }
+        cache::SetMemoryLimits(*e->pc.ctx, l);
+        uint64_t evicted = 0;
+        for (const auto& ci : cache::ListCollections(*e->pc.ctx)) evicted += ci.stats[cache::kStatEvicted];
+        return mi::MiResult(Json{{"maxmemory", l.maxmemory},
+                                 {"policy", cache::PolicyName(l.policy)},
+                                 {"samples", l.samples},
+                                 {"used_memory", mem::UsedMemory(e->pc.ctx->arena)},
+                                 {"evicted", evicted}});
       });
   Add(r, "core", "kill", "stop the daemon gracefully", {{}}, [](const Params&) {
     kill(getppid(), SIGTERM);

@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "modules/resp/command.h"
 
+#include "cache/evict.h"
+
 #include "modules/exports.h"
 #include "proc/events.h"
 #include "proc/log.h"
@@ -287,6 +289,23 @@ void Dispatch(Env& e, net::Conn& c) {
                 "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
                 "this context");
     return;
+  }
+  // maxmemory (cache/evict.h): a command that may grow memory makes room
+  // first, by the policy, or is refused with nothing changed.
+  if ((spec->flags & kDenyOom) && e.ctx->catalog->maxmemory.load(std::memory_order_relaxed) != 0) {
+    uint64_t evicted = 0;
+    bool events = proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
+    mem::Status ms = cache::EnsureMemory(
+        *e.ctx, &evicted,
+        events ? cache::EvictedFn([&](std::string_view coll, std::string_view key) {
+          proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
+                           NowMs(e));
+        })
+               : cache::EvictedFn());
+    if (ms != mem::Status::kOk) {
+      ctx.r.Error("OOM command not allowed when used memory > 'maxmemory'.");
+      return;
+    }
   }
   size_t before = c.out.size();
   spec->handler(ctx);

@@ -11,6 +11,8 @@
 //   kNoAuth    allowed before AUTH (AUTH, HELLO, QUIT)
 //   kLoading   allowed while loading (unused for now)
 //   kPubSub    allowed while the connection is in subscribed mode
+//   kDenyOom   may grow memory (Redis's denyoom): above maxmemory the door
+//              evicts by the policy first, or refuses it with -OOM
 
 #include <cstdint>
 #include <span>
@@ -30,6 +32,7 @@ namespace modules::resp {
 enum CmdFlag : uint32_t {
   kWrite = 1, kRead = 2, kFast = 4, kAdmin = 8, kNoAuth = 16, kLoading = 32,
   kPubSub = 64,  // allowed in subscribed mode
+  kDenyOom = 128,  // may grow memory: evicts first, or is refused above maxmemory
 };
 
 struct Env;
@@ -61,7 +64,7 @@ struct FlagName {
 };
 inline constexpr FlagName kFlagNames[] = {
     {kWrite, "write"}, {kRead, "readonly"}, {kAdmin, "admin"},
-    {kLoading, "loading"}, {kFast, "fast"}, {kNoAuth, "no_auth"},
+    {kDenyOom, "denyoom"}, {kLoading, "loading"}, {kFast, "fast"}, {kNoAuth, "no_auth"},
 };
 
 // What a worker's handlers share: engine context, config, the door's stats.

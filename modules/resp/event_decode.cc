@@ -21,7 +21,8 @@ bool DecodeEvent(std::string_view datagram, const std::vector<std::string>& db_n
     if (!p->is_object()) return false;
     params = *p;
   }
-  if (name == "E_PERF_EXPIRED") {
+  if (name == "E_PERF_EXPIRED" || name == "E_PERF_EVICTED") {
+    const char* what = name == "E_PERF_EXPIRED" ? "expired" : "evicted";
     auto c = params.find("collection");
     auto k = params.find("key");
     if (c == params.end() || k == params.end() || !c->is_string() || !k->is_string()) return false;
@@ -34,8 +35,8 @@ bool DecodeEvent(std::string_view datagram, const std::vector<std::string>& db_n
         break;
       }
     }
-    out->push_back({"__keyevent@" + db + "__:expired", key});
-    out->push_back({"__keyspace@" + db + "__:" + key, "expired"});
+    out->push_back({"__keyevent@" + db + "__:" + what, key});
+    out->push_back({"__keyspace@" + db + "__:" + key, what});
     return true;
   }
   out->push_back({"__perfcached__:" + name, mi::Serialize(params)});

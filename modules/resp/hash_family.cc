@@ -245,9 +245,9 @@ void CmdHRandField(CmdCtx& c) {
 }
 
 constexpr CommandSpec kHashCommands[] = {
-    {"hset", -4, kWrite | kFast, &CmdHSet, 1, 1, 1},
-    {"hmset", -4, kWrite | kFast, &CmdHSet, 1, 1, 1},
-    {"hsetnx", 4, kWrite | kFast, &CmdHSetNx, 1, 1, 1},
+    {"hset", -4, kWrite | kFast | kDenyOom, &CmdHSet, 1, 1, 1},
+    {"hmset", -4, kWrite | kFast | kDenyOom, &CmdHSet, 1, 1, 1},
+    {"hsetnx", 4, kWrite | kFast | kDenyOom, &CmdHSetNx, 1, 1, 1},
     {"hget", 3, kRead | kFast, &CmdHGet, 1, 1, 1},
     {"hmget", -3, kRead | kFast, &CmdHMGet, 1, 1, 1},
     {"hgetall", 2, kRead, &CmdHGetAll, 1, 1, 1},
@@ -257,8 +257,8 @@ constexpr CommandSpec kHashCommands[] = {
     {"hlen", 2, kRead | kFast, &CmdHLen, 1, 1, 1},
     {"hexists", 3, kRead | kFast, &CmdHExists, 1, 1, 1},
     {"hstrlen", 3, kRead | kFast, &CmdHStrLen, 1, 1, 1},
-    {"hincrby", 4, kWrite | kFast, &CmdHIncrBy, 1, 1, 1},
-    {"hincrbyfloat", 4, kWrite | kFast, &CmdHIncrByFloat, 1, 1, 1},
+    {"hincrby", 4, kWrite | kFast | kDenyOom, &CmdHIncrBy, 1, 1, 1},
+    {"hincrbyfloat", 4, kWrite | kFast | kDenyOom, &CmdHIncrByFloat, 1, 1, 1},
     {"hscan", -3, kRead, &CmdHScan, 1, 1, 1},
     {"hrandfield", -2, kRead, &CmdHRandField, 1, 1, 1},
 };

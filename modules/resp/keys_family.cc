@@ -408,7 +408,7 @@ constexpr CommandSpec kKeysCommands[] = {
     {"renamenx", 3, kWrite | kFast, &CmdRenameNx, 1, 2, 1},
     {"randomkey", 1, kRead, &CmdRandomKey, 0, 0, 0},
     {"touch", -2, kRead | kFast, &CmdTouch, 1, -1, 1},
-    {"copy", -3, kWrite, &CmdCopy, 1, 2, 1},
+    {"copy", -3, kWrite | kDenyOom, &CmdCopy, 1, 2, 1},
 };
 
 }  // namespace

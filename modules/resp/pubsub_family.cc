@@ -6,6 +6,7 @@
 // events, on Redis's keyspace channels where one exists:
 //   E_PERF_EXPIRED  ->  __keyevent@<db>__:expired  (message: the key)
 //                       __keyspace@<db>__:<key>    (message: "expired")
+//   E_PERF_EVICTED  ->  __keyevent@<db>__:evicted, __keyspace@<db>__:<key> ("evicted")
 //   other events    ->  __perfcached__:<EVENT>     (message: the JSON params)
 // <db> is the SELECT index of the collection (its name if it has none).
 // Events reach the workers as datagrams on each worker's event channel, a

@@ -12,6 +12,7 @@
 #include "mem/arena.h"
 #include "mem/slab.h"
 #include "cache/encoding.h"
+#include "cache/evict.h"
 #include "cache/key_ops.h"
 #include "modules/resp/command.h"
 #include "proc/secret.h"
@@ -363,23 +364,26 @@ void CmdInfo(CmdCtx& c) {
   }
   if (on("memory")) {
     uint64_t used = mem::UsedMemory(a), rss = a.committed_bytes();
+    cache::MemoryLimits ml = cache::GetMemoryLimits(*e.ctx);
     char frag[32];
     std::snprintf(frag, sizeof frag, "%.2f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
     o += "# Memory\r\nused_memory:" + std::to_string(used) + "\r\nused_memory_human:" + Human(used) +
          "\r\nused_memory_rss:" + std::to_string(rss) + "\r\nused_memory_rss_human:" + Human(rss) +
          "\r\nmem_fragmentation_ratio:" + frag + "\r\narena_groups_bytes:" + std::to_string(a.used_bytes()) +
-         "\r\nmaxmemory:" + std::to_string(a.cap_bytes()) + "\r\nmaxmemory_human:" +
-         Human(a.cap_bytes()) + "\r\nmaxmemory_policy:noeviction\r\narena_committed:" +
+         "\r\nmaxmemory:" + std::to_string(ml.maxmemory) + "\r\nmaxmemory_human:" +
+         Human(ml.maxmemory) + "\r\nmaxmemory_policy:" + cache::PolicyName(ml.policy) +
+         "\r\narena_cap:" + std::to_string(a.cap_bytes()) + "\r\narena_committed:" +
          std::to_string(a.committed_bytes()) + "\r\narena_tier:" + mem::TierName(a.tier()) +
          "\r\narena_large_objects:" + std::to_string(a.hdr()->large_objects.load()) +
          "\r\narena_nomem_events:" + std::to_string(a.hdr()->nomem_events.load()) + "\r\n\r\n";
   }
   if (on("stats")) {
-    uint64_t hits = 0, misses = 0, expired = 0;
+    uint64_t hits = 0, misses = 0, expired = 0, evicted = 0;
     for (const auto& ci : cache::ListCollections(*e.ctx)) {
       hits += ci.stats[cache::kStatHits];
       misses += ci.stats[cache::kStatMisses];
       expired += ci.stats[cache::kStatExpired];
+      evicted += ci.stats[cache::kStatEvicted];
     }
     o += "# Stats\r\ntotal_connections_received:" +
          std::to_string(proc::DoorSum(*e.procs, proc::kDoorAccepted)) +
@@ -394,7 +398,8 @@ void CmdInfo(CmdCtx& c) {
          std::to_string(proc::DoorSum(*e.procs, proc::kDoorQueryLimit)) +
          "\r\nclient_output_buffer_limit_disconnections:" +
          std::to_string(proc::DoorSum(*e.procs, proc::kDoorOutputLimit)) +
-         "\r\nexpired_keys:" + std::to_string(expired) + "\r\nevicted_keys:0\r\nkeyspace_hits:" +
+         "\r\nexpired_keys:" + std::to_string(expired) + "\r\nevicted_keys:" + std::to_string(evicted) +
+         "\r\nkeyspace_hits:" +
          std::to_string(hits) + "\r\nkeyspace_misses:" + std::to_string(misses) + "\r\n\r\n";
   }
   if (on("replication")) o += ReplicationSection(e);
@@ -479,7 +484,8 @@ struct LiveParam {
 constexpr LiveParam kConfigParams[] = {
     {"timeout", true},       {"loglevel", true},  {"maxclients", false},
     {"databases", false},    {"port", false},     {"bind", false},
-    {"maxmemory", false},    {"maxmemory-policy", false}, {"proto-max-bulk-len", true},
+    {"maxmemory", true},     {"maxmemory-policy", true}, {"maxmemory-samples", true},
+    {"proto-max-bulk-len", true},
     {"client-query-buffer-limit", true}, {"client-output-buffer-limit", true},
     {"save", false},         {"appendonly", false},
     {"hash-max-listpack-entries", true}, {"hash-max-ziplist-entries", true},
@@ -546,8 +552,9 @@ std::string ConfigValue(const Env& e, std::string_view name) {
   if (name == "databases") return std::to_string(e.db_names.size());
   if (name == "port") return e.cfg->resp.substr(e.cfg->resp.rfind(':') + 1);
   if (name == "bind") return e.cfg->resp.substr(0, e.cfg->resp.rfind(':'));
-  if (name == "maxmemory") return std::to_string(e.ctx->arena.cap_bytes());
-  if (name == "maxmemory-policy") return "noeviction";
+  if (name == "maxmemory") return std::to_string(cache::GetMemoryLimits(*e.ctx).maxmemory);
+  if (name == "maxmemory-policy") return cache::PolicyName(cache::GetMemoryLimits(*e.ctx).policy);
+  if (name == "maxmemory-samples") return std::to_string(cache::GetMemoryLimits(*e.ctx).samples);
   if (name == "proto-max-bulk-len") return std::to_string(e.procs->live_proto_max_bulk.load());
   if (name == "client-query-buffer-limit") return std::to_string(e.procs->live_query_buf.load());
   if (name == "client-output-buffer-limit") {
@@ -647,6 +654,33 @@ void CmdConfig(CmdCtx& c) {
           c.env.procs->live_output[cl][1].store(ol[cl]->soft);
           c.env.procs->live_output[cl][2].store(ol[cl]->soft_s);
         }
+      } else if (EqNoCase(k, "maxmemory") || EqNoCase(k, "maxmemory-policy") ||
+                 EqNoCase(k, "maxmemory-samples")) {
+        cache::MemoryLimits l = cache::GetMemoryLimits(*c.env.ctx);
+        std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
+        if (EqNoCase(k, "maxmemory")) {
+          int64_t x;
+          if (!proc::ParseMemSize(v, &x) || x < 0) return c.r.Error(pre + "argument must be a memory value");
+          l.maxmemory = static_cast<uint64_t>(x);
+        } else if (EqNoCase(k, "maxmemory-policy")) {
+          cache::EvictPolicy p;
+          if (!cache::ParsePolicy(v, &p)) {
+            return c.r.Error(pre + "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
+                                   "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, "
+                                   "noeviction");
+          }
+          if (!cache::PolicyBuilt(p)) {
+            return c.r.Error(pre + "'" + cache::PolicyName(p) + "' is not built yet in perfcached (it needs "
+                                   "per-key access times); use allkeys-random, volatile-random or volatile-ttl");
+          }
+          l.policy = p;
+        } else {
+          long long x;
+          if (!ParseLL(v, &x)) return c.r.Error(pre + "argument couldn't be parsed into an integer");
+          if (x < 1 || x > INT32_MAX) return c.r.Error(pre + "argument must be between 1 and 2147483647 inclusive");
+          l.samples = static_cast<uint32_t>(x);
+        }
+        cache::SetMemoryLimits(*c.env.ctx, l);
       } else if (int f = LimitField(k); f >= 0) {
         long long x;
         if (!ParseLL(v, &x)) {

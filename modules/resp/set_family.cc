@@ -195,7 +195,7 @@ void CmdSScan(CmdCtx& c) {
 }
 
 constexpr CommandSpec kSetCommands[] = {
-    {"sadd", -3, kWrite | kFast, &CmdSAdd, 1, 1, 1},
+    {"sadd", -3, kWrite | kFast | kDenyOom, &CmdSAdd, 1, 1, 1},
     {"srem", -3, kWrite | kFast, &CmdSRem, 1, 1, 1},
     {"smembers", 2, kRead, &CmdSMembers, 1, 1, 1},
     {"sismember", 3, kRead | kFast, &CmdSIsMember, 1, 1, 1},
@@ -206,11 +206,11 @@ constexpr CommandSpec kSetCommands[] = {
     {"smove", 4, kWrite | kFast, &CmdSMove, 1, 2, 1},
     {"sinter", -2, kRead, &CmdSInter, 1, -1, 1},
     {"sintercard", -3, kRead, &CmdSInterCard, 0, 0, 0},
-    {"sinterstore", -3, kWrite, &CmdSInterStore, 1, -1, 1},
+    {"sinterstore", -3, kWrite | kDenyOom, &CmdSInterStore, 1, -1, 1},
     {"sunion", -2, kRead, &CmdSUnion, 1, -1, 1},
-    {"sunionstore", -3, kWrite, &CmdSUnionStore, 1, -1, 1},
+    {"sunionstore", -3, kWrite | kDenyOom, &CmdSUnionStore, 1, -1, 1},
     {"sdiff", -2, kRead, &CmdSDiff, 1, -1, 1},
-    {"sdiffstore", -3, kWrite, &CmdSDiffStore, 1, -1, 1},
+    {"sdiffstore", -3, kWrite | kDenyOom, &CmdSDiffStore, 1, -1, 1},
     {"sscan", -3, kRead, &CmdSScan, 1, 1, 1},
 };
 

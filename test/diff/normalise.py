@@ -17,9 +17,9 @@ import time
 from resp import build, parse, value
 
 # Flags compared in COMMAND INFO: the ones perfcached models. Redis's others
-# (denyoom, noscript, loading, stale, pubsub, sentinel, allow_busy ...) are
+# (noscript, loading, stale, pubsub, sentinel, allow_busy ...) are
 # dropped from both sides.
-FLAG_VOCAB = {b"write", b"readonly", b"fast", b"admin", b"no_auth"}
+FLAG_VOCAB = {b"write", b"readonly", b"fast", b"admin", b"no_auth", b"denyoom"}
 
 
 def per_side(f):
@@ -295,7 +295,7 @@ def command_count(args, r, p, rs, ps):
 INFO_EXACT = {b"redis_mode", b"arch_bits", b"maxmemory_policy", b"evicted_keys",
               b"rejected_connections"}
 INFO_EXTRA = {b"perfcached_version", b"worker_pid", b"arena_committed", b"arena_tier",
-              b"arena_large_objects", b"arena_nomem_events", b"arena_groups_bytes",
+              b"arena_large_objects", b"arena_nomem_events", b"arena_groups_bytes", b"arena_cap",
               # Redis 7.2's (Debian's redis-server is 7.0):
               b"client_query_buffer_limit_disconnections",
               b"client_output_buffer_limit_disconnections"}

@@ -267,5 +267,125 @@ class MemoryCommand(unittest.TestCase):
             self.assertIn(k, info)
 
 
+
+OOM_MSG = "OOM command not allowed when used memory > 'maxmemory'."
+
+
+class Eviction(unittest.TestCase):
+    """maxmemory and the policies built so far (docs/memory.md): what each
+    evicts and what it keeps."""
+
+    def setUp(self):
+        self.d = Daemon(workers=2, arena_mb=ARENA_MB)
+        self.r = redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=30)
+
+    def tearDown(self):
+        self.r.close()
+        self.assertEqual(self.d.stop(), 0, self.d.read_log()[-2000:])
+
+    def limit(self, policy, extra_mb=6):
+        """maxmemory = what is used now + extra_mb."""
+        r = self.r
+        self.assertTrue(r.config_set("maxmemory-policy", policy))
+        mm = used_memory(r) + (extra_mb << 20)
+        self.assertTrue(r.config_set("maxmemory", mm))
+        self.assertEqual(int(r.config_get("maxmemory")["maxmemory"]), mm)
+        self.assertEqual(r.info("memory")["maxmemory_policy"], policy)
+        return mm
+
+    def write(self, prefix, n, size=1000, ex=None, start=0):
+        """n SETs (pipelined); returns the replies (True or the error)."""
+        out = []
+        for k in range(start, start + n, 500):
+            p = self.r.pipeline(transaction=False)
+            for i in range(k, min(start + n, k + 500)):
+                p.set("%s%d" % (prefix, i), value(i, size), ex=ex)
+            out.extend(p.execute(raise_on_error=False))
+        return out
+
+    def test_noeviction_refuses_writes_not_deletes(self):
+        r = self.r
+        self.limit("noeviction", 2)
+        replies = self.write("n:", 6000)
+        errors = [e for e in replies if e is not True]
+        self.assertTrue(errors, "6 MB of writes under a 2 MB headroom were all accepted")
+        self.assertIn(OOM_MSG, str(errors[0]))
+        stored = sum(1 for e in replies if e is True)
+        self.assertEqual(r.dbsize(), stored)
+        self.assertEqual(int(r.info("stats")["evicted_keys"]), 0)
+        with self.assertRaisesRegex(redis.ResponseError, "OOM"):
+            r.set("one-more", "x")
+        self.assertIsNone(r.get("one-more"))
+        # DEL and EXPIRE are not denyoom: they still work, and free the room
+        self.assertEqual(r.delete(*["n:%d" % i for i in range(stored)]), stored)
+        self.assertTrue(r.set("one-more", "x"))
+
+    def test_allkeys_random_keeps_writes_flowing(self):
+        r = self.r
+        mm = self.limit("allkeys-random")
+        sub = redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=10).pubsub()
+        sub.subscribe("__keyevent@0__:evicted")
+        self.assertEqual(sub.get_message(timeout=5)["type"], "subscribe")
+        time.sleep(0.2)
+        replies = self.write("a:", 20000)  # ~20 MB through a 6 MB headroom
+        self.assertEqual([e for e in replies if e is not True], [])
+        evicted = int(r.info("stats")["evicted_keys"])
+        self.assertGreater(evicted, 5000)
+        self.assertEqual(r.dbsize(), 20000 - evicted)
+        self.assertLessEqual(used_memory(r), mm + (1 << 20))
+        # the last key written is there, intact; the notification names an evicted key
+        self.assertEqual(r.get("a:19999"), value(19999, 1000))
+        msg = None
+        deadline = time.time() + 5
+        while time.time() < deadline and (msg is None or msg["type"] != "message"):
+            msg = sub.get_message(timeout=1)
+        self.assertIsNotNone(msg)
+        self.assertEqual(msg["channel"], b"__keyevent@0__:evicted")
+        self.assertTrue(msg["data"].startswith(b"a:"))
+        sub.close()
+
+    def test_volatile_random_never_evicts_keys_without_ttl(self):
+        r = self.r
+        self.limit("volatile-random")
+        keep = self.write("p:", 2000)  # ~2 MB without TTL
+        self.assertEqual([e for e in keep if e is not True], [])
+        replies = self.write("t:", 12000, ex=1000)
+        self.assertEqual([e for e in replies if e is not True], [])
+        self.assertGreater(int(r.info("stats")["evicted_keys"]), 1000)
+        self.assertEqual(sum(r.exists("p:%d" % i) for i in range(2000)), 2000)
+        # with only keys without a TTL left to take, writes are refused
+        replies = self.write("q:", 12000)
+        errors = [e for e in replies if e is not True]
+        self.assertTrue(errors)
+        self.assertIn(OOM_MSG, str(errors[0]))
+        self.assertEqual(sum(r.exists("p:%d" % i) for i in range(2000)), 2000)
+
+    def test_volatile_ttl_evicts_the_soonest_to_expire_first(self):
+        r = self.r
+        self.limit("volatile-ttl", 4)
+        n = 12000
+        for k in range(0, n, 500):
+            p = r.pipeline(transaction=False)
+            for i in range(k, k + 500):
+                p.set("v:%d" % i, value(i, 1000), ex=100000 - i)  # larger i: sooner
+            self.assertEqual([e for e in p.execute(raise_on_error=False) if e is not True], [])
+        self.assertGreater(int(r.info("stats")["evicted_keys"]), 3000)
+        # the sampler takes the soonest of each sample: the survivors are
+        # mostly the early keys (latest expiry), the late ones went first...
+        # but the keys just written were the newest candidates, so compare
+        # the first and the third quarter of what was written
+        first = sum(r.exists("v:%d" % i) for i in range(0, n // 4))
+        third = sum(r.exists("v:%d" % i) for i in range(n // 2, 3 * n // 4))
+        self.assertGreater(first, third, (first, third))
+
+    def test_policy_errors(self):
+        r = self.r
+        with self.assertRaisesRegex(redis.ResponseError, "not built yet"):
+            r.config_set("maxmemory-policy", "allkeys-lru")
+        with self.assertRaisesRegex(redis.ResponseError, "must be one of the following"):
+            r.config_set("maxmemory-policy", "bogus")
+        self.assertEqual(r.config_get("maxmemory-policy")["maxmemory-policy"], "noeviction")
+
+
 if __name__ == "__main__":
     unittest.main()

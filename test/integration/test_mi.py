@@ -34,6 +34,18 @@ class MiFifo(unittest.TestCase):
         self.assertNotIn(b"\n", line)  # one compact line: what opensips-cli's readline() needs
         return json.loads(line)
 
+    def test_perf_maxmemory_shows_and_sets(self):
+        cur = self.call("perf_maxmemory")["result"]
+        self.assertEqual((cur["maxmemory"], cur["policy"], cur["samples"]), (0, "noeviction", 5))
+        new = self.call("perf_maxmemory", {"maxmemory": "512mb", "policy": "volatile-ttl"})["result"]
+        self.assertEqual((new["maxmemory"], new["policy"]), (512 << 20, "volatile-ttl"))
+        self.assertEqual(self.call("perf_maxmemory")["result"]["policy"], "volatile-ttl")
+        err = self.call("perf_maxmemory", {"policy": "allkeys-lru"})["error"]
+        self.assertIn("not built yet", err["data"])
+        err = self.call("perf_maxmemory", {"maxmemory": "lots"})["error"]
+        self.assertIn("Bad maxmemory", err["data"])
+        self.assertEqual(self.call("perf_maxmemory", {"maxmemory": "0", "policy": "noeviction"})["result"]["maxmemory"], 0)
+
     def test_which_lists_bare_and_qualified(self):
         names = self.call("which")["result"]
         for n in ("perf_keys", "perfcached:perf_keys", "uptime", "core:uptime", "perf_stats",

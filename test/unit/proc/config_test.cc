@@ -232,7 +232,7 @@ TEST(Config, UnknownKeyListsTheSection) {
   STRCMP_EQUAL(("F:2: unknown key 'workerz' in [daemon] (expected one of: " + Keys("daemon") + ")").c_str(),
                LoadErr("[daemon]\nworkerz = 1\n").c_str());
   STRCMP_EQUAL("F:3: unknown key 'arena' in [memory] (expected one of: arena_mb, arena_cap_mb, hugepages, "
-               "lock_memory, max_value_mb)",
+               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples)",
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());
@@ -288,6 +288,20 @@ TEST(Config, SyntaxErrors) {
   STRCMP_EQUAL("F:2: [collection NAME] needs a name", LoadErr("\n[ collection   ]\n").c_str());
   // A comment after the header is not part of it.
   STRCMP_EQUAL("<ok>", LoadErr("[daemon] # the daemon\nworkers = 1\n").c_str());
+}
+
+TEST(Config, MaxmemoryPolicy) {
+  STRCMP_EQUAL("<ok>", FinishErr("[memory]\nmaxmemory = 100mb\nmaxmemory_policy = volatile-ttl\n").c_str());
+  STRCMP_EQUAL("F:2: [memory] maxmemory_policy: 'allkeys-lru' is not built yet (it needs per-key access "
+               "times); use allkeys-random, volatile-random or volatile-ttl",
+               FinishErr("[memory]\nmaxmemory_policy = allkeys-lru\n").c_str());
+  STRCMP_EQUAL("F:2: [memory] maxmemory_policy: expected noeviction, allkeys-random, volatile-random or "
+               "volatile-ttl, got 'lru'",
+               FinishErr("[memory]\nmaxmemory_policy = lru\n").c_str());
+  Config c;
+  STRCMP_EQUAL("<ok>", LoadErr("[memory]\nmaxmemory = 2gb\nmaxmemory_samples = 10\n", &c).c_str());
+  CHECK_EQUAL(int64_t{2} << 30, c.maxmemory);
+  CHECK_EQUAL(10, c.maxmemory_samples);
 }
 
 // config_fuzz: a collection name starting with '#' (or holding " #") loaded,

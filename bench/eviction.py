@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+# perfcached — bench/eviction: hit rate and requests/s of a cache under
+# maxmemory, perfcached against redis-server in the same run (issue 10).
+# Copyright (c) 2026 the perfcached authors.
+"""A Zipfian (s = 0.99) trace over a keyspace about 5x larger than what
+maxmemory holds, values of 100..1000 bytes (fixed per key), GET and, on a
+miss, SET (a cache in front of a database). For each server and policy:
+hit rate (hits / requests) and requests per second (GETs + SETs / wall
+time), with the same trace, the same maxmemory and the same client.
+
+  bench/eviction.py                      # 10,000,000 requests (the issue's run)
+  bench/eviction.py --requests 2000000   # shorter
+  bench/eviction.py --quick              # smoke run (200,000 requests)
+
+The client is one Python process with pipelines of --batch requests, so
+requests/s is bounded by the client as much as by the servers: compare the
+two columns, not the absolute numbers. perfcached's LRU / LFU policies are
+not built yet (docs/memory.md); its rows say so instead of running them.
+"""
+import argparse
+import bisect
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "integration"))
+import redis  # noqa: E402  (python3-redis)
+
+from harness import Daemon, RedisServer  # noqa: E402
+
+PERFCACHED_POLICIES = {"allkeys-random", "volatile-random", "volatile-ttl", "noeviction"}
+
+
+def zipf_cdf(n, s):
+    w = [1.0 / (k ** s) for k in range(1, n + 1)]
+    total = sum(w)
+    acc, cdf = 0.0, []
+    for x in w:
+        acc += x / total
+        cdf.append(acc)
+    return cdf
+
+
+def trace(cdf, n, seed):
+    rnd = random.Random(seed)
+    perm = list(range(len(cdf)))
+    rnd.shuffle(perm)  # popularity rank -> key id: hot keys spread over the table
+    out = []
+    for _ in range(n):
+        out.append(perm[min(bisect.bisect_left(cdf, rnd.random()), len(cdf) - 1)])
+    return out
+
+
+def value_size(k):
+    return 100 + (k * 7919) % 901
+
+
+def run(r, keys, batch):
+    hits = sets = 0
+    t0 = time.time()
+    for i in range(0, len(keys), batch):
+        chunk = keys[i:i + batch]
+        p = r.pipeline(transaction=False)
+        for k in chunk:
+            p.get(b"k:%d" % k)
+        got = p.execute()
+        miss = [k for k, v in zip(chunk, got) if v is None]
+        hits += len(chunk) - len(miss)
+        if miss:
+            p = r.pipeline(transaction=False)
+            for k in miss:
+                p.set(b"k:%d" % k, b"v" * value_size(k))
+            res = p.execute(raise_on_error=False)
+            bad = [x for x in res if x is not True]
+            if bad:
+                raise RuntimeError("SET refused under maxmemory: %r" % bad[0])
+            sets += len(miss)
+    wall = time.time() - t0
+    return hits, sets, wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=10_000_000)
+    ap.add_argument("--maxmemory-mb", type=int, default=64)
+    ap.add_argument("--keys", type=int, default=0, help="keyspace (default: 5x what maxmemory holds)")
+    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.requests = 200_000
+        a.maxmemory_mb = 16
+    # ~550-byte values + key + record/index overhead: about 640 bytes a key
+    nkeys = a.keys or int(5 * (a.maxmemory_mb << 20) / 640)
+    mm = a.maxmemory_mb << 20
+    print("bench/eviction: %d requests, Zipf s=0.99 over %d keys, values 100..1000 B, maxmemory %d MiB"
+          % (a.requests, nkeys, a.maxmemory_mb))
+    t = time.time()
+    keys = trace(zipf_cdf(nkeys, 0.99), a.requests, 42)
+    print("  trace built in %.1f s" % (time.time() - t))
+    def measure(port, policy):
+        c = redis.Redis(port=port, socket_timeout=60)
+        try:
+            c.config_set("maxmemory", mm)
+            c.config_set("maxmemory-policy", policy)
+            h, s, w = run(c, keys, a.batch)
+            return h, s, w, int(c.info("stats")["evicted_keys"])
+        finally:
+            c.close()
+
+    rows = []
+    for policy in ("allkeys-lru", "allkeys-lfu", "allkeys-random"):
+        rs = RedisServer()
+        try:
+            rows.append(("redis-server", policy) + measure(rs.port, policy))
+        finally:
+            rs.stop()
+        if policy not in PERFCACHED_POLICIES:
+            rows.append(("perfcached", policy, None, None, None, None))
+            continue
+        # the arena is sized well above maxmemory: maxmemory is the limit under test
+        d = Daemon(workers=2, arena_mb=max(64, 4 * a.maxmemory_mb))
+        try:
+            rows.append(("perfcached", policy) + measure(d.port, policy))
+        finally:
+            d.stop()
+    print()
+    print("  %-13s %-15s %9s %12s %10s %10s" % ("server", "policy", "hit rate", "requests/s", "evicted", "wall s"))
+    base = {}
+    for srv, pol, h, s, w, ev in rows:
+        if h is None:
+            print("  %-13s %-15s %9s %12s %10s %10s" % (srv, pol, "not built", "-", "-", "-"))
+            continue
+        rate = 100.0 * h / a.requests
+        rps = (a.requests + s) / w
+        if srv == "redis-server":
+            base[pol] = (rate, rps)
+        extra = ""
+        if srv == "perfcached" and pol in base:
+            extra = "   (%+.1f points, %.2fx redis)" % (rate - base[pol][0], rps / base[pol][1])
+        print("  %-13s %-15s %8.2f%% %12.0f %10d %10.1f%s" % (srv, pol, rate, rps, ev, w, extra))
+
+
+if __name__ == "__main__":
+    main()

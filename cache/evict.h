@@ -1,0 +1,56 @@
+// perfcached — maxmemory and eviction: making room before a write.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// Redis's model: when used memory (mem::UsedMemory, INFO used_memory) is
+// above `maxmemory`, a command that may grow memory (the RESP door's
+// denyoom commands) first evicts keys chosen by the policy; if it cannot
+// (noeviction, or nothing the policy may take) the command is refused
+// with -OOM and nothing changes. Candidates come from sampling: a random
+// collection (weighted by its keys), a random point of its table, about
+// `samples` keys from there (cache/scan.h), as Redis samples.
+//
+// Policies today: noeviction, allkeys-random, volatile-random (keys with
+// a TTL only), volatile-ttl (the soonest to expire first). The LRU / LFU
+// policies need per-record access information that is not built yet
+// (docs/memory.md): setting one is refused with a clear error.
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "cache/catalog.h"
+
+namespace cache {
+
+enum class EvictPolicy : uint8_t {
+  kNoEviction = 0, kAllKeysLru, kAllKeysLfu, kAllKeysRandom,
+  kVolatileLru, kVolatileLfu, kVolatileRandom, kVolatileTtl,
+};
+inline constexpr int kPolicyCount = 8;
+const char* PolicyName(EvictPolicy p);
+bool ParsePolicy(std::string_view name, EvictPolicy* out);  // Redis's names, any case
+bool PolicyBuilt(EvictPolicy p);  // false for the LRU / LFU ones (not yet)
+
+struct MemoryLimits {
+  uint64_t maxmemory = 0;  // bytes; 0 = no limit (the arena's size still is one)
+  EvictPolicy policy = EvictPolicy::kNoEviction;
+  uint32_t samples = 5;    // maxmemory-samples (Redis's default)
+};
+MemoryLimits GetMemoryLimits(const Ctx& c);
+void SetMemoryLimits(Ctx& c, const MemoryLimits& l);
+void InitMemoryLimits(Catalog* cat);
+
+// Called by `EnsureMemory` for each key it evicts (collection, key).
+using EvictedFn = std::function<void(std::string_view, std::string_view)>;
+
+// Before a write that may grow memory: evict until used memory is at most
+// maxmemory. kOk when it is (or no limit is set); kNoMem when the policy
+// cannot make room (the caller refuses the write: -OOM). *evicted counts
+// the keys it removed (also added to each collection's evicted stat).
+[[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {});
+// One eviction by the policy, whatever the memory; false when there is no
+// candidate (for tests and for the door's retry after an arena-full -OOM).
+bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict = {});
+
+}  // namespace cache

@@ -785,7 +785,11 @@ void CmdMemory(CmdCtx& c) {
   uint64_t startup = uint64_t{h.meta_groups} * mem::kGroupSize;
   uint64_t index = h.region_bytes.load(), dataset = used > startup + index ? used - startup - index : 0;
   if (EqNoCase(sub, "STATS") && c.argc() == 2) {
-    for (const auto& ci : cache::ListCollections(*e.ctx)) keys += ci.entries;
+    uint64_t overflow = 0;
+    for (const auto& ci : cache::ListCollections(*e.ctx)) {
+      keys += ci.entries;
+      overflow += ci.overflow;
+    }
     char frag[32], pct[32], per[32];
     std::snprintf(frag, sizeof frag, "%.4f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
     std::snprintf(pct, sizeof pct, "%.4f", used ? 100.0 * static_cast<double>(dataset) / static_cast<double>(used) : 0.0);
@@ -799,6 +803,7 @@ void CmdMemory(CmdCtx& c) {
                    {"startup.allocated", startup, nullptr},
                    {"overhead.hashtable.main", index, nullptr},
                    {"keys.count", keys, nullptr},
+                   {"keys.overflow", overflow, nullptr},
                    {"keys.bytes-per-key", 0, per},
                    {"dataset.bytes", dataset, nullptr},
                    {"dataset.percentage", 0, pct},

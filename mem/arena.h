@@ -116,6 +116,7 @@ struct ArenaHeader {
   uint32_t page_scan[8];          // per page order: group where the search resumes
   std::atomic<uint64_t> groups_returned;  // slab groups whose pages all came free
   std::atomic<uint64_t> freed_bytes;      // cell bytes freed with no process slot (sweeps)
+  std::atomic<uint64_t> used_peak;        // highest UsedMemory seen (slab.h NoteUsedPeak)
   char tier_note[320];            // why this tier, and how to reach a better one
 };
 static_assert(std::is_standard_layout_v<ArenaHeader>);

@@ -687,6 +687,15 @@ uint64_t CellBytesInUse(const Arena& a) {
   return in > out ? in - out : 0;
 }
 
+uint64_t NoteUsedPeak(Arena& a) {
+  uint64_t now = UsedMemory(a);
+  std::atomic<uint64_t>& peak = a.hdr()->used_peak;
+  uint64_t p = peak.load(std::memory_order_relaxed);
+  while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+  }
+  return now > p ? now : p;
+}
+
 uint64_t UsedMemory(const Arena& a) {
   const ArenaHeader* h = a.hdr();
   return CellBytesInUse(a) + h->large_bytes.load(std::memory_order_relaxed) +

@@ -248,5 +248,8 @@ uint64_t CellBytesInUse(const Arena& a);
 // What the data takes (INFO used_memory): cells in use, large objects, the
 // index regions and the metadata groups. Drops when keys go.
 uint64_t UsedMemory(const Arena& a);
+// Record the current UsedMemory as the peak if it is higher (the timer
+// calls it every tick, a reader of the figure too); returns the peak.
+uint64_t NoteUsedPeak(Arena& a);
 
 }  // namespace mem

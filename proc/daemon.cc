@@ -160,6 +160,7 @@ void RaiseFdLimit(int want) {
       if (n) LOG_INFO("gave back %zu free slab page(s) the live counts had kept", n);
       last_tidy = now;
     }
+    (void)mem::NoteUsedPeak(a);  // INFO used_memory_peak
     usleep(behind ? 1000 : 100 * 1000);
   }
   ctx.alloc.FlushToGlobal();

@@ -363,12 +363,20 @@ void CmdInfo(CmdCtx& c) {
          "\r\nmaxclients:" + std::to_string(e.cfg->maxclients) + "\r\n\r\n";
   }
   if (on("memory")) {
-    uint64_t used = mem::UsedMemory(a), rss = a.committed_bytes();
+    uint64_t used = mem::UsedMemory(a), rss = a.committed_bytes(), peak = mem::NoteUsedPeak(a);
+    uint64_t allocated = mem::CellBytesInUse(a) + a.hdr()->large_bytes.load(), active = a.used_bytes();
     cache::MemoryLimits ml = cache::GetMemoryLimits(*e.ctx);
+    char afrag[32], ppct[32];
+    std::snprintf(afrag, sizeof afrag, "%.2f", allocated ? static_cast<double>(active) / static_cast<double>(allocated) : 0.0);
+    std::snprintf(ppct, sizeof ppct, "%.2f%%", peak ? 100.0 * static_cast<double>(used) / static_cast<double>(peak) : 0.0);
     char frag[32];
     std::snprintf(frag, sizeof frag, "%.2f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
     o += "# Memory\r\nused_memory:" + std::to_string(used) + "\r\nused_memory_human:" + Human(used) +
          "\r\nused_memory_rss:" + std::to_string(rss) + "\r\nused_memory_rss_human:" + Human(rss) +
+         "\r\nused_memory_peak:" + std::to_string(peak) + "\r\nused_memory_peak_human:" + Human(peak) +
+         "\r\nused_memory_peak_perc:" + ppct + "\r\nallocator_allocated:" + std::to_string(allocated) +
+         "\r\nallocator_active:" + std::to_string(active) + "\r\nallocator_resident:" + std::to_string(rss) +
+         "\r\nallocator_frag_ratio:" + afrag + "\r\nmem_allocator:perfcached-slab" +
          "\r\nmem_fragmentation_ratio:" + frag + "\r\narena_groups_bytes:" + std::to_string(a.used_bytes()) +
          "\r\nmaxmemory:" + std::to_string(ml.maxmemory) + "\r\nmaxmemory_human:" +
          Human(ml.maxmemory) + "\r\nmaxmemory_policy:" + cache::PolicyName(ml.policy) +
@@ -799,7 +807,8 @@ void CmdMemory(CmdCtx& c) {
       uint64_t v;
       const char* text;
     };
-    const F f[] = {{"total.allocated", used, nullptr},
+    const F f[] = {{"peak.allocated", mem::NoteUsedPeak(a), nullptr},
+                   {"total.allocated", used, nullptr},
                    {"startup.allocated", startup, nullptr},
                    {"overhead.hashtable.main", index, nullptr},
                    {"keys.count", keys, nullptr},

@@ -203,6 +203,13 @@ class MemoryReuse(unittest.TestCase):
                % (base, filled, LARGE, after, filled // 2))
         print("\n  " + msg)
         self.assertLess(after, filled // 2, msg)
+        # the peak remembers the fill; the allocator figures are there
+        r = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=30)
+        info = r.info("memory")
+        r.close()
+        self.assertGreaterEqual(int(info["used_memory_peak"]), filled)
+        self.assertLessEqual(int(info["allocator_allocated"]), int(info["allocator_active"]))
+        self.assertEqual(info["mem_allocator"], "perfcached-slab")
 
 
 

@@ -234,6 +234,7 @@ Off Arena::RegionAlloc(size_t bytes) {
     if (g < 0) return 0;
     std::memset(base_ + size_t(g) * kGroupSize, 0, bytes);
     h->region_bytes.fetch_add(AlignUp(bytes, kGroupSize), std::memory_order_relaxed);
+    h->region_used.fetch_add(bytes, std::memory_order_relaxed);
     return OffOf(base_ + size_t(g) * kGroupSize);
   }
   LockGroups();
@@ -249,6 +250,7 @@ Off Arena::RegionAlloc(size_t bytes) {
     h->region_pos = 0;
     h->region_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);
   }
+  h->region_used.fetch_add(bytes, std::memory_order_relaxed);
   char* p = base_ + size_t{h->region_group} * kGroupSize + h->region_pos;
   PC_CRASH_POINT();
   h->region_pos += static_cast<uint32_t>(bytes);

@@ -117,6 +117,7 @@ struct ArenaHeader {
   std::atomic<uint64_t> groups_returned;  // slab groups whose pages all came free
   std::atomic<uint64_t> freed_bytes;      // cell bytes freed with no process slot (sweeps)
   std::atomic<uint64_t> used_peak;        // highest UsedMemory seen (slab.h NoteUsedPeak)
+  std::atomic<uint64_t> region_used;      // index bytes handed out (region_bytes: their groups)
   char tier_note[320];            // why this tier, and how to reach a better one
 };
 static_assert(std::is_standard_layout_v<ArenaHeader>);

@@ -687,6 +687,8 @@ uint64_t CellBytesInUse(const Arena& a) {
   return in > out ? in - out : 0;
 }
 
+uint64_t MetaBytes(const Arena& a) { return a.hdr()->user_off + 4096; }
+
 uint64_t NoteUsedPeak(Arena& a) {
   uint64_t now = UsedMemory(a);
   std::atomic<uint64_t>& peak = a.hdr()->used_peak;
@@ -699,7 +701,7 @@ uint64_t NoteUsedPeak(Arena& a) {
 uint64_t UsedMemory(const Arena& a) {
   const ArenaHeader* h = a.hdr();
   return CellBytesInUse(a) + h->large_bytes.load(std::memory_order_relaxed) +
-         h->region_bytes.load(std::memory_order_relaxed) + uint64_t{h->meta_groups} * kGroupSize;
+         h->region_used.load(std::memory_order_relaxed) + MetaBytes(a);
 }
 
 }  // namespace mem

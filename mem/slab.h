@@ -246,8 +246,11 @@ void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]);
 // Bytes of cells handed out and not freed, over all slots (cheap).
 uint64_t CellBytesInUse(const Arena& a);
 // What the data takes (INFO used_memory): cells in use, large objects, the
-// index regions and the metadata groups. Drops when keys go.
+// index bytes handed out and the metadata (MetaBytes). Drops when keys go.
 uint64_t UsedMemory(const Arena& a);
+// The arena's metadata as laid out (header, group map, pins, page masks,
+// pools, process slots, user root), not the whole groups reserved for it.
+uint64_t MetaBytes(const Arena& a);
 // Record the current UsedMemory as the peak if it is higher (the timer
 // calls it every tick, a reader of the figure too); returns the peak.
 uint64_t NoteUsedPeak(Arena& a);

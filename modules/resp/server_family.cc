@@ -790,8 +790,8 @@ void CmdMemory(CmdCtx& c) {
   }
   uint64_t used = mem::UsedMemory(a), rss = a.committed_bytes(), keys = 0;
   const mem::ArenaHeader& h = *a.hdr();
-  uint64_t startup = uint64_t{h.meta_groups} * mem::kGroupSize;
-  uint64_t index = h.region_bytes.load(), dataset = used > startup + index ? used - startup - index : 0;
+  uint64_t startup = mem::MetaBytes(a);
+  uint64_t index = h.region_used.load(), dataset = used > startup + index ? used - startup - index : 0;
   if (EqNoCase(sub, "STATS") && c.argc() == 2) {
     uint64_t overflow = 0;
     for (const auto& ci : cache::ListCollections(*e.ctx)) {
@@ -844,10 +844,13 @@ void CmdMemory(CmdCtx& c) {
       out += "* " + std::to_string(h.nomem_events.load()) +
              " allocation(s) were refused because the arena was full.\n";
     }
-    if (rss > (64u << 20) && rss > used / 2 * 3) {
-      out += "* Resident arena memory is " + std::to_string(rss * 100 / (used ? used : 1)) +
-             "% of the data's: free cells sit in pages that still hold live ones. Free pages and "
-             "groups go back by themselves; MEMORY PURGE gives back what a crash left counted.\n";
+    // (rss includes the arena pre-faulted at start: groups in use are the
+    // figure that fragmentation inflates)
+    uint64_t groups = a.used_bytes();
+    if (groups > (64u << 20) && groups > used / 2 * 3) {
+      out += "* The arena's groups in use hold " + std::to_string(groups * 100 / (used ? used : 1)) +
+             "% of the data's bytes: free cells sit in pages that still hold live ones. Free pages "
+             "and groups go back by themselves; MEMORY PURGE gives back what a crash left counted.\n";
     }
     if (a.tier() != mem::Tier::kHugetlb) {
       out += std::string("* The arena is on ") + mem::TierName(a.tier()) + " pages, not 2 MiB hugetlb ones (" +

@@ -634,20 +634,6 @@ size_t TidyPages(Arena& a, size_t max_pages) {
   return released;
 }
 
-ClassUsage UsageOf(const Arena& a, int cls) {
-  ClassUsage u;
-  ForEachPage(a, kTables.order[cls], a.hdr()->meta_groups, [&](size_t page) {
-    PageHeader* h = HdrAt(a, page);
-    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
-    ++u.pages;
-    u.cells += kTables.geo[cls].ncells;
-    u.used += CountUsed(a, page, cls);
-    u.page_bytes += PageBytes(kTables.order[cls]);
-    return false;
-  });
-  return u;
-}
-
 void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]) {
   for (int c = 0; c < kNumClasses; ++c) out[c] = ClassUsage{};
   const ArenaHeader* h = a.hdr();
@@ -674,6 +660,12 @@ void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]) {
       u.page_bytes += PageBytes(order);
     }
   }
+}
+
+ClassUsage UsageOf(const Arena& a, int cls) {
+  std::vector<ClassUsage> all(kNumClasses);
+  UsageAll(a, /*exact=*/true, all.data());
+  return all[cls];
 }
 
 uint64_t CellBytesInUse(const Arena& a) {

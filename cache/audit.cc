@@ -238,7 +238,7 @@ struct Auditor {
         // The private stack: cells this process freed, bits still set.
         uint32_t guard = ps->cls[cls].stack_n + 1;
         for (Off cur = ps->cls[cls].stack; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
-          if (guard-- == 0 || mem::CellBound(a, cur) == 0 || mem::LoadRelaxed8(a.At(cur)) != cls) {
+          if (guard-- == 0 || mem::CellClass(a, cur) != cls) {
             Error("slot " + std::to_string(s) + " class " + std::to_string(cls) + ": bad private stack");
             break;
           }
@@ -290,7 +290,7 @@ struct Auditor {
     }
     uint64_t slab_live = 0;
     for (auto& [cell, st] : cells) {
-      if (st == 1 && mem::LoadRelaxed8(a.At(cell)) < mem::kNumClasses) ++slab_live;
+      if (st == 1 && mem::CellClass(a, cell) != mem::kLargeClass) ++slab_live;  // kNoClass counts: outside every page
     }
     if (slab_live != in_pages) {
       Error(std::to_string(slab_live - in_pages) + " live cells outside every slab page");

@@ -15,15 +15,15 @@
 //
 // The tree: a hash array mapped trie over the 64-bit seeded hash of each
 // field. A node at depth d routes on hash bits [5d, 5d+5); depth 12 (60
-// bits) is a collision node that lists its entries. Every cell keeps byte 0
-// (the slab class byte) untouched:
+// bits) is a collision node that lists its entries. Byte 0 of a node or
+// entry cell is not used (a record's byte 0 is its access byte):
 //
-//   node   0 cls | 1 kind=kNode | 2..3 0 | 4 bitmap u32 | 8 leafmask u32 |
+//   node   0 -   | 1 kind=kNode | 2..3 0 | 4 bitmap u32 | 8 leafmask u32 |
 //          12 0 | 16 count u64 (entries below) | 24 child Off[popcount(bitmap)]
 //          A child whose bit is set in leafmask is an entry, else a node.
 //          (collision node: kind=kCollide, bitmap = number of children, all
 //          of them entries.)
-//   entry  0 cls | 1 kind=kEntry | 2..3 0 | 4 flen u32 | 8 vlen u32 | 12 field | value
+//   entry  0 -   | 1 kind=kEntry | 2..3 0 | 4 flen u32 | 8 vlen u32 | 12 field | value
 //
 // Published cells are immutable. A write copies the path from the root to
 // the changed entry into fresh cells (O(depth), about 4 nodes at a million

@@ -35,11 +35,13 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
     return nullptr;
   }
   uint32_t ngroups = static_cast<uint32_t>(cap / kGroupSize);
-  // Metadata layout: header | group map | pools | slots | user root.
+  // Metadata layout: header | group map | pins | page masks | page class
+  // map | pools | slots | user root.
   size_t group_map_off = 4096;
   size_t pins_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
   size_t masks_off = AlignUp(pins_off + ngroups * sizeof(uint32_t), 64);
-  size_t pools_off = AlignUp(masks_off + ngroups * sizeof(uint32_t), 64);
+  size_t cls_off = AlignUp(masks_off + ngroups * sizeof(uint32_t), 64);
+  size_t pools_off = AlignUp(cls_off + size_t{ngroups} * (kGroupSize >> 16), 64);
   size_t slots_off = pools_off;  // SlabMetaBytes covers pools + slots
   size_t user_off = AlignUp(slots_off + SlabMetaBytes(o.max_procs), 4096);
   size_t meta_bytes = AlignUp(user_off + 4096, kGroupSize);
@@ -82,12 +84,14 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   h->group_map_off = group_map_off;
   h->pins_off = pins_off;
   h->page_masks_off = masks_off;
+  h->page_cls_off = cls_off;
   h->pools_off = pools_off;
   h->slots_off = pools_off + sizeof(SlabPool) * kNumClasses;
   h->user_off = user_off;
   PC_CRASH_POINT();
   h->hwm_groups = h->meta_groups;
   a->group_map_ = reinterpret_cast<uint32_t*>(m.base + group_map_off);
+  a->cls_map_ = reinterpret_cast<uint8_t*>(m.base + cls_off);
   for (uint32_t g = 0; g < h->meta_groups; ++g) a->group_map_[g] = Entry(GroupKind::kMeta, 1);
 
   std::string note = m.note;
@@ -150,6 +154,8 @@ void Arena::LockGroups() {
 void Arena::FreeGroupLocked(uint32_t g) {
   ArenaHeader* h = hdr();
   bool release = tier() != Tier::kHugetlb;
+  // No slab page is left in the group: its page class bytes go first.
+  SetPageClassLocked(*this, size_t{g} * kGroupSize, kPageOrders - 1, 0);
   if (release) {
     ReleaseRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier());
     h->released_bytes.fetch_add(kGroupSize, std::memory_order_relaxed);

@@ -49,8 +49,10 @@ namespace mem {
 
 inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
 // 2: 48-bit record versions, table floor; 3: large pins; 4: slab pages with
-// in-use bitmaps (mem/page.h), page masks, groups freed back from slabs
-inline constexpr uint32_t kArenaLayoutVersion = 4;
+// in-use bitmaps (mem/page.h), page masks, groups freed back from slabs;
+// 5: a cell's class comes from its page header, record byte 0 and the top
+// of byte 1 are its access field (cache/record.h, cache/access.h)
+inline constexpr uint32_t kArenaLayoutVersion = 5;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8
@@ -103,7 +105,8 @@ struct ArenaHeader {
   // -- group allocator (under group_lock) --
   ShmLock group_lock;
   uint32_t hwm_groups;            // groups ever handed out (incl. meta)
-  uint32_t pad1[2];
+  uint64_t page_cls_off;          // u8[ngroups * 32]: per 64 KiB of arena, class + 1 of
+                                  // the slab page there, 0 = none (mem/page.h)
   uint32_t region_group;          // region group being carved
   uint32_t region_pos;
   std::atomic<uint64_t> large_bytes;    // bytes in live large objects
@@ -125,6 +128,7 @@ static_assert(offsetof(ArenaHeader, magic) == 0);
 static_assert(offsetof(ArenaHeader, populated_bytes) % 8 == 0);
 static_assert(offsetof(ArenaHeader, pins_off) == 112);
 static_assert(offsetof(ArenaHeader, page_masks_off) == 184);
+static_assert(offsetof(ArenaHeader, page_cls_off) == 128);
 static_assert(sizeof(ArenaHeader) <= 640);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
@@ -173,6 +177,8 @@ class Arena {
   std::atomic<uint32_t>& PageMaskOf(uint32_t g) const {
     return reinterpret_cast<std::atomic<uint32_t>*>(base_ + hdr()->page_masks_off)[g];
   }
+  // The page class map: one byte per 64 KiB of arena (writes under group_lock).
+  uint8_t* PageClassMap() const { return cls_map_; }
   // group_lock taken over from a dead holder: free continuation groups
   // that no head covers (an allocation or free killed mid-way).
   uint32_t RepairGroupsLocked();
@@ -205,6 +211,7 @@ class Arena {
   size_t map_bytes_ = 0;
   size_t meta_end_ = 0;
   uint32_t* group_map_ = nullptr;
+  uint8_t* cls_map_ = nullptr;  // base_ + page_cls_off
 };
 
 }  // namespace mem

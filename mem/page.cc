@@ -20,7 +20,7 @@ uint32_t FullMask(int order) {
 PageHeader* Hdr(const Arena& a, size_t page) { return reinterpret_cast<PageHeader*>(a.base() + page); }
 
 // Set up a page for `cls` (group_lock held): bitmap clear but for the tail,
-// every cell's class byte stamped, the magic last.
+// the magic last (cells are not touched: a cell's class is the header's).
 void InitPage(Arena& a, size_t page, int cls) {
   char* p = a.base() + page;
   const PageGeometry& geo = ClassGeometry(cls);
@@ -40,9 +40,8 @@ void InitPage(Arena& a, size_t page, int cls) {
     if (lo + 64 > geo.ncells) tail = ~uint64_t{0} << (geo.ncells - lo);
     __atomic_store_n(bm + w, tail, __ATOMIC_RELAXED);
   }
-  size_t cell = kClassSize[cls];
   PC_CRASH_POINT();
-  for (uint32_t i = 0; i < geo.ncells; ++i) StoreRelaxed8(p + geo.first + i * cell, static_cast<uint8_t>(cls));
+  SetPageClassLocked(a, page, h->order, static_cast<uint8_t>(cls + 1));
   PC_CRASH_POINT();
   __atomic_store_n(&h->magic, kPageMagic, __ATOMIC_RELEASE);
 }
@@ -134,6 +133,8 @@ void ReleasePage(Arena& a, size_t page) {
   a.LockGroups();
   // The magic goes first: from here on no walker takes the page for its class.
   __atomic_store_n(&ph->magic, 0, __ATOMIC_RELEASE);
+  PC_CRASH_POINT();
+  SetPageClassLocked(a, page, order, 0);
   std::atomic<uint32_t>& mask = a.PageMaskOf(g);
   uint32_t m = mask.load(std::memory_order_relaxed) & ~(1u << bit);
   PC_CRASH_POINT();
@@ -169,12 +170,18 @@ uint32_t RepairPagesLocked(Arena& a) {
     uint32_t m = mask.load(std::memory_order_relaxed);
     uint32_t per = PagesPerGroup(order);
     for (uint32_t p = 0; p < per; ++p) {
-      if (!(m & (1u << p))) continue;
       size_t page = size_t{g} * kGroupSize + size_t{p} * PageBytes(order);
+      if (!(m & (1u << p))) {  // free: no class (a set-up killed before the mask)
+        SetPageClassLocked(a, page, order, 0);
+        continue;
+      }
       if (!HeaderValid(a, page, order)) {  // given back half-way
         m &= ~(1u << p);
         h->slab_pages.fetch_sub(1, std::memory_order_relaxed);
+        SetPageClassLocked(a, page, order, 0);
         ++fixed;
+      } else {  // set up or given back half-way: the map says what the header says
+        SetPageClassLocked(a, page, order, static_cast<uint8_t>(Hdr(a, page)->cls + 1));
       }
     }
     mask.store(m, std::memory_order_release);

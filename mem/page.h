@@ -11,8 +11,9 @@
 //   | PageHeader      | bitmap: nwords   | cell | cell |        | cell | slack |
 //   | 128 B (2 lines) | u64, 1 = in use  |  0   |  1   |        | n-1  |       |
 //   +-----------------+------------------+------+------+-- .. --+------+-------+
-//   cell byte 0 = class id, stamped when the page is set up (a lock-free
-//   reader's bound, mem/slab.h CellBound); bits past n-1 are set for good.
+//   a cell's class is the header's (mem/slab.h CellClass, CellBound: the
+//   group map gives the order, the order the page); bits past n-1 are set
+//   for good.
 //
 // A bit is set while its cell is live *or* claimed by a process (the batch a
 // process allocates from without atomics, mem/slab.h ClassCache). Claims
@@ -91,6 +92,18 @@ constexpr PageGeometry Geometry(size_t page, size_t cell) {
     }
     --n;
   }
+}
+
+// The page class map (Arena::PageClassMap): byte i describes the 64 KiB at
+// i << 16: class + 1 of the slab page that covers it, 0 = none. Set before
+// a page's magic, cleared after it (and for a whole group when the group
+// goes back); RepairPagesLocked rebuilds it. Lock-free readers take a
+// cell's class from it (mem/slab.h CellClass): one byte of a small array,
+// not the page header line.
+inline constexpr size_t kClassMapShift = 16;
+inline void SetPageClassLocked(Arena& a, size_t page, int order, uint8_t v) {
+  uint8_t* m = a.PageClassMap() + (page >> kClassMapShift);
+  for (size_t u = 0; u < (size_t{1} << order); ++u) __atomic_store_n(m + u, v, __ATOMIC_RELEASE);
 }
 
 // Page of a cell (byte offset from the arena base), for a page of `order`.

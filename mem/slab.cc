@@ -15,9 +15,8 @@
 namespace mem {
 namespace {
 
-inline uint8_t ClassByte(const Arena& a, Off cell) { return LoadRelaxed8(a.At(cell)); }
-
-// Private-stack link: cell bytes 4..7 (byte 0 is the class and is never written).
+// Private-stack link: cell bytes 4..7 (bytes 0..1 belong to a record: its
+// access byte and type; a free cell's are left alone).
 constexpr size_t kLinkOffset = 4;
 inline Off GetLink(const Arena& a, Off cell) { return LoadRelaxed32(a.At(cell) + kLinkOffset); }
 inline void SetLink(const Arena& a, Off cell, Off next) { StoreRelaxed32(a.At(cell) + kLinkOffset, next); }
@@ -159,21 +158,47 @@ ProcSlot* SlotAt(const Arena& a, uint32_t slot) {
   return reinterpret_cast<ProcSlot*>(a.base() + a.hdr()->slots_off) + slot;
 }
 
-size_t CellBound(const Arena& a, Off cell) {
+// What a cell is, from the page class map (mem/page.h) and for a large
+// object the group map (never from the cell itself: its byte 0 is the
+// record's access byte). Lock-free: a stale Off gives the class of the page
+// there now, or kNoClass, never a fault. *bound: bytes a reader may touch
+// from the cell (its class size clipped to its page, or a large object's
+// run), 0 with kNoClass.
+namespace {
+inline __attribute__((always_inline)) uint8_t Classify(const Arena& a, Off cell, size_t* bound) {
+  *bound = 0;
   size_t readable = a.ReadableFrom(cell);
-  if (readable == 0) return 0;
-  uint8_t cls = ClassByte(a, cell);
-  if (cls < kNumClasses) {
-    size_t s = kClassSize[cls];
-    return s <= readable ? s : 0;
-  }
-  if (cls != kLargeClass) return 0;
+  if (readable == 0) return kNoClass;
   size_t byte = size_t{cell} * kUnit;
-  if (byte % kGroupSize != 0) return 0;
+  uint8_t v = __atomic_load_n(a.PageClassMap() + (byte >> kClassMapShift), __ATOMIC_ACQUIRE);
+  if (v != 0 && v <= kNumClasses) {
+    int cls = v - 1;
+    int order = kTables.order[cls];
+    size_t page = PageOfByte(byte, order);
+    if (byte < page + kTables.geo[cls].first) return kNoClass;
+    size_t s = kClassSize[cls], room = page + PageBytes(order) - byte;
+    if (s > room) s = room;
+    *bound = s <= readable ? s : readable;
+    return static_cast<uint8_t>(cls);
+  }
+  if (byte % kGroupSize != 0) return kNoClass;
   uint32_t e = a.GroupEntry(static_cast<uint32_t>(byte / kGroupSize));
-  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return 0;
+  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return kNoClass;
   size_t run = size_t{Arena::EntryRun(e)} * kGroupSize;
-  return run <= readable ? run : readable;
+  *bound = run <= readable ? run : readable;
+  return kLargeClass;
+}
+}  // namespace
+
+size_t CellBound(const Arena& a, Off cell) {
+  size_t bound;
+  Classify(a, cell, &bound);
+  return bound;
+}
+
+uint8_t CellClass(const Arena& a, Off cell) {
+  size_t bound;
+  return Classify(a, cell, &bound);
 }
 
 namespace {
@@ -377,7 +402,6 @@ Status Allocator::AllocLarge(size_t bytes, Off* out) {
   int64_t g = arena_->AllocGroups(n, GroupKind::kLargeHead);
   if (g < 0) return Status::kNoMem;
   char* p = arena_->base() + size_t(g) * kGroupSize;
-  StoreRelaxed8(p, kLargeClass);
   h->large_bytes.fetch_add(size_t{n} * kGroupSize, std::memory_order_relaxed);
   h->large_objects.fetch_add(1, std::memory_order_relaxed);
   *out = arena_->OffOf(p);
@@ -386,7 +410,7 @@ Status Allocator::AllocLarge(size_t bytes, Off* out) {
 
 void Allocator::Free(Off cell) {
   if (cell == 0) return;
-  uint8_t cls = ClassByte(*arena_, cell);
+  uint8_t cls = CellClass(*arena_, cell);
   if (cls == kLargeClass) {
     FreeGlobal(*arena_, cell);
     return;
@@ -450,7 +474,7 @@ size_t ReturnStack(Arena& a, ClassCache& c, int cls, size_t budget) {
   uint32_t limit = c.stack_n + 2;
   while (c.stack != 0 && limit-- > 0 && moved < budget) {
     Off cell = c.stack;
-    if (CellBound(a, cell) == 0 || ClassByte(a, cell) != cls) break;
+    if (CellClass(a, cell) != cls) break;
     Off next = GetLink(a, cell);
     PC_CRASH_POINT();
     c.stack = next;
@@ -527,7 +551,7 @@ void UnpinLarge(Arena& a, Off cell) {
 
 void FreeGlobal(Arena& a, Off cell) {
   if (cell == 0) return;
-  uint8_t cls = ClassByte(a, cell);
+  uint8_t cls = CellClass(a, cell);
   if (cls == kLargeClass) {
     int64_t g = LargeHead(a, cell);
     if (g < 0) {

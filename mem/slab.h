@@ -8,15 +8,17 @@
 //   +--------+--------+------+------+-- ... --+------+-------+
 //   | header | bitmap | cell | cell |         | cell | slack |
 //   +--------+--------+------+------+-- ... --+------+-------+
-//   cell byte 0 = class id, stamped when the page is set up, never written
-//   by a record. A bit per cell: 1 = live or claimed, 0 = free.
+//   A cell's class is its page's (header), its page's order is its group's
+//   (group map): CellClass / CellBound never read the cell, whose byte 0 is
+//   the record's access byte (cache/record.h). A bit per cell: 1 = live or
+//   claimed, 0 = free.
 //
 // Size classes (kClassSize): 16..256 B in 8-byte steps, then 8 classes per
 // doubling up to 256 KiB (12.5% steps, <= 11% waste). The fine small steps
 // are what keep a 16-byte key + 100-byte value (136-byte record) in a
 // 136-byte cell instead of the original 1.5x ladder's 192 (see
 // docs/engine.md). Records above 256 KiB take a run of whole 2 MiB groups
-// (the large-object path, class byte kLargeClass).
+// (the large-object path, CellClass kLargeClass).
 //
 // Per-process allocation: every process owns one ProcSlot in shm. For each
 // class it holds a *claim*: up to 64 cells of one bitmap word whose bits it
@@ -51,7 +53,8 @@ namespace mem {
 
 inline constexpr size_t kMinCell = 16;
 inline constexpr size_t kMaxCell = 256u << 10;
-inline constexpr uint8_t kLargeClass = 0xFF;
+inline constexpr uint8_t kLargeClass = 0xFF;  // CellClass of a large object's head
+inline constexpr uint8_t kNoClass = 0xFE;     // CellClass of an Off in no page in use
 // What a record may need above its value: cache/record.h's 20-byte header,
 // a key of up to 65535 bytes and the 8-byte alignment of an int value.
 inline constexpr size_t kMaxRecordOverhead = 65536 + 64;
@@ -161,8 +164,13 @@ inline uint32_t SlotToken(uint32_t slot, uint32_t gen) {
 size_t SlabMetaBytes(uint32_t max_procs);
 
 // Cell bound as seen by a lock-free reader: bytes readable from the cell
-// start (class size, or the large run), 0 if the class byte is impossible.
+// start (class size clipped to its page, or the large run), 0 if `cell`
+// lies in no page in use and heads no large object. Reads the group map
+// and the page header, never the cell.
 size_t CellBound(const Arena& a, Off cell);
+// The class of `cell` by the same rule: 0..kNumClasses-1, kLargeClass, or
+// kNoClass.
+uint8_t CellClass(const Arena& a, Off cell);
 
 class Allocator {
  public:
@@ -172,7 +180,7 @@ class Allocator {
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
-  // A cell of at least `bytes` (class byte stamped). kTooBig above
+  // A cell of at least `bytes`. kTooBig above
   // max_value; kNoMem when the arena is full (nothing changed).
   [[nodiscard]] Status Alloc(size_t bytes, Off* out);
   // Free a cell this process or any other allocated.

@@ -34,7 +34,7 @@ namespace {
 
 constexpr size_t kCell64 = 64;  // a class whose page (64 KiB) holds ~1000 cells
 
-uint8_t ClassByte(const Arena& a, Off cell) { return mem::LoadRelaxed8(a.At(cell)); }
+uint8_t ClassByte(const Arena& a, Off cell) { return mem::CellClass(a, cell); }
 
 bool AllDistinct(std::vector<Off> v) {
   std::sort(v.begin(), v.end());
@@ -143,7 +143,7 @@ TEST_GROUP(SlabAllocator) {
   void teardown() override { Arena::Destroy(a); }
 };
 
-TEST(SlabAllocator, AllocStampsClassByte) {
+TEST(SlabAllocator, AllocatedCellsKnowTheirClassFromThePage) {
   Allocator al(*a, 0);
   CHECK_EQUAL(0u, al.slot());
   CHECK(&al.arena() == a);
@@ -191,7 +191,7 @@ TEST(SlabAllocator, AFreedCellIsReusedByItsProcessFirst) {
   CHECK_EQUAL(2u, mem::SlotAt(*a, 0)->frees.load());
   CHECK_EQUAL(2u * kClassSize[cls], mem::SlotAt(*a, 0)->free_bytes.load());
   CHECK_EQUAL(0u, mem::CellBytesInUse(*a));
-  CHECK_EQUAL(cls, ClassByte(*a, x));  // Free keeps the class byte
+  CHECK_EQUAL(cls, ClassByte(*a, x));  // a stacked cell is still in its page
   CHECK(al.Alloc(100, &z) == Status::kOk);
   CHECK_EQUAL(y, z);  // LIFO
   CHECK(al.Alloc(100, &z) == Status::kOk);
@@ -391,7 +391,7 @@ TEST(SlabAllocator, ArenaFullKeepsContents) {
   Status s;
   while ((s = al.Alloc(kSize, &o)) == Status::kOk) {
     unsigned char* p = reinterpret_cast<unsigned char*>(a->At(o));
-    for (size_t i = 1; i < kSize; ++i) p[i] = static_cast<unsigned char>(cells.size() * 7 + i);
+    for (size_t i = 0; i < kSize; ++i) p[i] = static_cast<unsigned char>(cells.size() * 7 + i);
     cells.push_back(o);
     if (cells.size() > 100000) break;
   }
@@ -410,12 +410,13 @@ TEST(SlabAllocator, ArenaFullKeepsContents) {
   CHECK(a->hdr()->nomem_events.load() > ev);
   CHECK_EQUAL(used, a->used_bytes());
   CHECK_EQUAL(0u, a->hdr()->large_objects.load());
-  // Every cell still holds what was written, class byte included.
+  // Every cell still holds what was written, all of it (byte 0 is the
+  // cell's own: its class comes from its page), and knows its class.
   size_t bad = 0;
   for (size_t k = 0; k < cells.size(); ++k) {
     const unsigned char* p = reinterpret_cast<const unsigned char*>(a->At(cells[k]));
-    if (p[0] != cls) ++bad;
-    for (size_t i = 1; i < kSize; ++i) bad += p[i] != static_cast<unsigned char>(k * 7 + i);
+    if (mem::CellClass(*a, cells[k]) != cls) ++bad;
+    for (size_t i = 0; i < kSize; ++i) bad += p[i] != static_cast<unsigned char>(k * 7 + i);
   }
   CHECK_EQUAL(0u, bad);
   // A freed cell is allocatable again, here and elsewhere.
@@ -433,56 +434,71 @@ TEST(SlabAllocator, CellBoundOfGarbage) {
   Allocator al(*a, 0);
   Off cell;
   CHECK(al.Alloc(100, &cell) == Status::kOk);
-  CHECK_EQUAL(kClassSize[ClassFor(100)], mem::CellBound(*a, cell));  // control
+  int cls = ClassFor(100);
+  CHECK_EQUAL(kClassSize[cls], mem::CellBound(*a, cell));  // control
+  // A cell's own bytes do not matter (byte 0 is a record's access byte).
+  memset(a->At(cell), 0xFE, 8);
+  CHECK_EQUAL(kClassSize[cls], mem::CellBound(*a, cell));
+  CHECK_EQUAL(cls, mem::CellClass(*a, cell));
   size_t pop = a->populated_bytes();
   CHECK_EQUAL(0u, mem::CellBound(*a, 0));
   CHECK_EQUAL(0u, mem::CellBound(*a, 1));
   CHECK_EQUAL(0u, mem::CellBound(*a, static_cast<Off>(a->hdr()->pools_off / mem::kUnit)));
   CHECK_EQUAL(0u, mem::CellBound(*a, static_cast<Off>(pop / mem::kUnit)));
   CHECK_EQUAL(0u, mem::CellBound(*a, 0xFFFFFFFFu));
-  // Impossible class bytes in a region.
+  CHECK_EQUAL(mem::kNoClass, mem::CellClass(*a, 0xFFFFFFFFu));
+  // Index memory is no cell, whatever it holds; nor is a group start in it.
   Off r = a->RegionAlloc(4096);
-  char* p = a->At(r);
-  p[0] = static_cast<char>(0xFE);
+  memset(a->At(r), 0, 128);
   CHECK_EQUAL(0u, mem::CellBound(*a, r));
-  p[0] = static_cast<char>(kNumClasses);
-  CHECK_EQUAL(0u, mem::CellBound(*a, r));
-  p[64] = static_cast<char>(mem::kLargeClass);  // large, but not on a group boundary
-  CHECK_EQUAL(0u, mem::CellBound(*a, r + 8));
-  // Large class byte at a group start that is not a large run head.
+  CHECK_EQUAL(mem::kNoClass, mem::CellClass(*a, r));
   Off rg = a->RegionAlloc(3u << 20);
   CHECK_EQUAL(0u, size_t{rg} * mem::kUnit % kGroupSize);
   a->At(rg)[0] = static_cast<char>(mem::kLargeClass);
   CHECK_EQUAL(0u, mem::CellBound(*a, rg));
-  // A class whose cell would run past the populated end.
-  Off tail = static_cast<Off>((pop - 64) / mem::kUnit);
-  a->At(tail)[0] = static_cast<char>(kNumClasses - 1);
-  CHECK_EQUAL(0u, mem::CellBound(*a, tail));
-  a->At(tail)[0] = 0;  // 16 bytes fit
-  CHECK_EQUAL(16u, mem::CellBound(*a, tail));
+  // The page header and bitmap are no cell.
+  size_t page = mem::PageOfByte(size_t{cell} * mem::kUnit, mem::PageOrder(cls));
+  CHECK_EQUAL(0u, mem::CellBound(*a, static_cast<Off>(page / mem::kUnit)));
+  CHECK_EQUAL(0u, mem::CellBound(*a, static_cast<Off>((page + mem::kPageHdr) / mem::kUnit)));
+  // The last bytes of a page: the bound stops at the page end.
+  size_t end = page + mem::ChunkBytes(cls);
+  CHECK_EQUAL(24u, mem::CellBound(*a, static_cast<Off>((end - 24) / mem::kUnit)));
+  // A page whose class byte is gone (given back): nothing.
+  uint8_t& v = a->PageClassMap()[page >> mem::kClassMapShift];
+  CHECK_EQUAL(cls + 1, v);
+  v = 0;
+  CHECK_EQUAL(0u, mem::CellBound(*a, cell));
+  CHECK_EQUAL(mem::kNoClass, mem::CellClass(*a, cell));
+  v = static_cast<uint8_t>(cls + 1);
+  // A large object: its head only, its run clipped to the populated end.
+  Off big;
+  CHECK(al.Alloc(mem::kMaxCell + 1, &big) == Status::kOk);
+  CHECK_EQUAL(mem::kLargeClass, mem::CellClass(*a, big));
+  CHECK(mem::CellBound(*a, big) >= mem::kMaxCell + 1);
+  CHECK_EQUAL(0u, mem::CellBound(*a, big + 8));
 }
 
-TEST(SlabAllocator, FreeOfBadClassIsLeakedNotPooled) {
+TEST(SlabAllocator, FreeOfBadCellIsLeakedNotPooled) {
   Allocator al(*a, 0);
   Off x;
   CHECK(al.Alloc(100, &x) == Status::kOk);
   int cls = ClassFor(100);
   uint64_t used = mem::UsageOf(*a, cls).used;
-  a->At(x)[0] = static_cast<char>(0xFE);
-  // In a child (the refusal is logged on stderr).
+  Off r = a->RegionAlloc(4096);
+  // In a child (the refusals are logged on stderr).
   pid_t p = memtest::ForkChild(
       [&] {
         Allocator c(*a, 1);
-        c.Free(x);
-        mem::FreeGlobal(*a, x);
-        a->At(x)[0] = static_cast<char>(cls + 1);  // a valid class, but not this page's
-        mem::FreeGlobal(*a, x);
+        c.Free(r);                 // index memory
+        mem::FreeGlobal(*a, r);
+        mem::FreeGlobal(*a, x + 1);  // inside a cell of the page, not its start
+        mem::FreeGlobal(*a, static_cast<Off>(mem::PageOfByte(size_t{x} * mem::kUnit, mem::PageOrder(cls)) /
+                                             mem::kUnit));  // the page header
         return mem::SlotAt(*a, 1)->frees.load() == 0 && a->hdr()->freed_bytes.load() == 0 ? 0 : 1;
       },
       /*quiet=*/true);
   CHECK_EQUAL(0, memtest::WaitExit(p));
   CHECK_EQUAL(used, mem::UsageOf(*a, cls).used);  // no bit cleared
-  CHECK_EQUAL(0u, mem::UsageOf(*a, cls + 1).pages);
 }
 
 TEST(SlabAllocator, FlushToGlobalReturnsTheClaims) {

@@ -14,8 +14,9 @@ time), with the same trace, the same maxmemory and the same client.
 
 The client is one Python process with pipelines of --batch requests, so
 requests/s is bounded by the client as much as by the servers: compare the
-two columns, not the absolute numbers. perfcached's LRU / LFU policies are
-not built yet (docs/memory.md); its rows say so instead of running them.
+two columns, not the absolute numbers.
+
+  bench/eviction.py --policies allkeys-lru   # one policy (comma-separated list)
 """
 import argparse
 import bisect
@@ -28,9 +29,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import redis  # noqa: E402  (python3-redis)
 
 from harness import Daemon, RedisServer  # noqa: E402
-
-PERFCACHED_POLICIES = {"allkeys-random", "volatile-random", "volatile-ttl", "noeviction"}
-
 
 def zipf_cdf(n, s):
     w = [1.0 / (k ** s) for k in range(1, n + 1)]
@@ -87,6 +85,7 @@ def main():
     ap.add_argument("--keys", type=int, default=0, help="keyspace (default: 5x what maxmemory holds)")
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--policies", default="allkeys-lru,allkeys-lfu,allkeys-random")
     a = ap.parse_args()
     if a.quick:
         a.requests = 200_000
@@ -110,15 +109,12 @@ def main():
             c.close()
 
     rows = []
-    for policy in ("allkeys-lru", "allkeys-lfu", "allkeys-random"):
+    for policy in a.policies.split(","):
         rs = RedisServer()
         try:
             rows.append(("redis-server", policy) + measure(rs.port, policy))
         finally:
             rs.stop()
-        if policy not in PERFCACHED_POLICIES:
-            rows.append(("perfcached", policy, None, None, None, None))
-            continue
         # the arena is sized well above maxmemory: maxmemory is the limit under test
         d = Daemon(workers=2, arena_mb=max(64, 4 * a.maxmemory_mb))
         try:
@@ -129,9 +125,6 @@ def main():
     print("  %-13s %-15s %9s %12s %10s %10s" % ("server", "policy", "hit rate", "requests/s", "evicted", "wall s"))
     base = {}
     for srv, pol, h, s, w, ev in rows:
-        if h is None:
-            print("  %-13s %-15s %9s %12s %10s %10s" % (srv, pol, "not built", "-", "-", "-"))
-            continue
         rate = 100.0 * h / a.requests
         rps = (a.requests + s) / w
         if srv == "redis-server":

@@ -136,7 +136,11 @@ struct Catalog {
   std::atomic<uint64_t> maxmemory;         // bytes of used memory; 0 = none
   std::atomic<uint32_t> maxmemory_policy;  // EvictPolicy
   std::atomic<uint32_t> maxmemory_samples;
-  uint8_t pad_memory[48];
+  // The access clock and LFU tuning (cache/access.h).
+  std::atomic<uint32_t> access_clock;      // seconds (the timer's tick)
+  std::atomic<uint32_t> lfu_log_factor;
+  std::atomic<uint32_t> lfu_decay_time;    // minutes
+  uint8_t pad_memory[36];
   TableHeader tables[kMaxCollections];
 };
 static_assert(std::is_standard_layout_v<Catalog>);
@@ -146,6 +150,7 @@ static_assert(offsetof(Catalog, pending_index) == 28);
 static_assert(offsetof(Catalog, pending_name) == 32);
 static_assert(offsetof(Catalog, dict_limits) == 96);
 static_assert(offsetof(Catalog, maxmemory) == 128);
+static_assert(offsetof(Catalog, access_clock) == 144);
 static_assert(offsetof(Catalog, tables) == 192);
 static_assert(sizeof(Catalog) == 192 + kMaxCollections * sizeof(TableHeader));
 
@@ -158,8 +163,22 @@ struct Ctx {
   uint32_t tid;
   uint32_t slot;
   int64_t clock_skew_ms = 0;       // tests: pretend time moved
+  bool touch = true;               // reads count as accesses (cache/access.h; NoTouch)
   std::string scratch;             // reused buffers (no malloc per op)
   std::vector<Off> dead;           // cells to free after unlock
+};
+
+// Reads inside this scope do not count as accesses (OBJECT, MEMORY USAGE:
+// Redis's LOOKUP_NOTOUCH).
+struct NoTouch {
+  explicit NoTouch(Ctx& c) : c_(c), was_(c.touch) { c.touch = false; }
+  ~NoTouch() { c_.touch = was_; }
+  NoTouch(const NoTouch&) = delete;
+  NoTouch& operator=(const NoTouch&) = delete;
+
+ private:
+  Ctx& c_;
+  bool was_;
 };
 
 struct TableRef {

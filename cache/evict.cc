@@ -2,10 +2,13 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/evict.h"
 
+#include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <string>
 #include <vector>
 
+#include "cache/access.h"
 #include "cache/dict.h"
 #include "cache/internal.h"
 #include "cache/scan.h"
@@ -36,6 +39,9 @@ struct Candidate {
   TableRef t;
   std::string coll, key;
   int64_t expire_ms = 0;
+  uint64_t version = 0;
+  uint16_t access = 0;
+  uint32_t rank = 0;  // LRU / LFU: AccessEvictRank, larger = evict first
 };
 
 // A collection, picked with probability proportional to its keys.
@@ -79,15 +85,13 @@ bool ParsePolicy(std::string_view name, EvictPolicy* out) {
   return false;
 }
 
-bool PolicyBuilt(EvictPolicy p) {
-  return p == EvictPolicy::kNoEviction || p == EvictPolicy::kAllKeysRandom ||
-         p == EvictPolicy::kVolatileRandom || p == EvictPolicy::kVolatileTtl;
-}
-
 void InitMemoryLimits(Catalog* cat) {
   cat->maxmemory.store(0, std::memory_order_relaxed);
   cat->maxmemory_policy.store(0, std::memory_order_relaxed);
   cat->maxmemory_samples.store(5, std::memory_order_relaxed);
+  cat->lfu_log_factor.store(10, std::memory_order_relaxed);  // Redis's defaults
+  cat->lfu_decay_time.store(1, std::memory_order_relaxed);
+  cat->access_clock.store(static_cast<uint32_t>(time(nullptr)), std::memory_order_relaxed);
 }
 
 MemoryLimits GetMemoryLimits(const Ctx& c) {
@@ -106,36 +110,120 @@ void SetMemoryLimits(Ctx& c, const MemoryLimits& l) {
   c.catalog->maxmemory.store(l.maxmemory, std::memory_order_relaxed);
 }
 
-bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
-  if (l.policy == EvictPolicy::kNoEviction || !PolicyBuilt(l.policy)) return false;
+namespace {
+
+// Sample about `samples` live keys of one collection (picked by weight),
+// from a random point of its table; volatile policies see keys with a TTL
+// only. False when there is nothing to sample.
+bool Sample(Ctx& c, const MemoryLimits& l, std::vector<Candidate>* out) {
   bool vol = Volatile(l.policy);
   uint32_t samples = l.samples < kMaxSamples ? l.samples : kMaxSamples;
-  for (int round = 0; round < kSampleRounds; ++round) {
-    std::string name;
-    uint32_t level = 0;
-    if (!PickCollection(c, &name, &level)) return false;
-    TableRef t;
-    if (OpenCollection(c, name, &t) != Status::kOk) continue;
-    // About `samples` keys from a random point of the table (a bucket holds
-    // about four at the default load).
-    std::vector<Candidate> cands;
-    int64_t now = NowMs(c);
-    // A SCAN cursor names a hash residue at a table level (cache/scan.cc):
-    // a random residue at the current level.
-    if (level > kMaxLevel) level = kMaxLevel;
-    uint64_t cursor = (DictRandom() & ((uint64_t{1} << level) - 1)) << 6 | level, next = 0;
-    ScanFilter all;
-    for (int step = 0; step < 4 && cands.size() < samples; ++step) {
-      Status s = ScanStep(c, t, cursor, (samples + 3) / 4, all,
-                          [&](const ScanItem& it) {
-                            if (vol && it.info.expire_ms == 0) return;
-                            if (it.info.expire_ms != 0 && it.info.expire_ms <= now) return;
-                            cands.push_back(Candidate{t, name, std::string(it.key), it.info.expire_ms});
-                          },
-                          &next);
-      if (s != Status::kOk || next == 0) break;
-      cursor = next;
+  std::string name;
+  uint32_t level = 0;
+  if (!PickCollection(c, &name, &level)) return false;
+  TableRef t;
+  if (OpenCollection(c, name, &t) != Status::kOk) return true;
+  int64_t now = NowMs(c);
+  // A SCAN cursor names a hash residue at a table level (cache/scan.cc):
+  // a random residue at the current level. A bucket holds about four keys
+  // at the default load.
+  if (level > kMaxLevel) level = kMaxLevel;
+  uint64_t cursor = (DictRandom() & ((uint64_t{1} << level) - 1)) << 6 | level, next = 0;
+  ScanFilter all;
+  size_t before = out->size();
+  // volatile-*: keys with a TTL may be few among many, so the walk goes on
+  // further for them (Redis samples its expires dict instead).
+  int steps = vol ? 64 : 4;
+  bool wrapped = false;
+  for (int step = 0; step < steps && out->size() - before < samples; ++step) {
+    Status s = ScanStep(c, t, cursor, (samples + 3) / 4, all,
+                        [&](const ScanItem& it) {
+                          if (vol && it.info.expire_ms == 0) return;
+                          if (it.info.expire_ms != 0 && it.info.expire_ms <= now) return;
+                          out->push_back(Candidate{t, name, std::string(it.key), it.info.expire_ms,
+                                                   it.info.version, it.info.access, 0});
+                        },
+                        &next);
+    if (s != Status::kOk) break;
+    if (next == 0) {  // the end of the cursor order: go on from its start, once
+      if (wrapped) break;
+      wrapped = true;
     }
+    cursor = next;
+  }
+  return true;
+}
+
+// The LRU / LFU pool (Redis's eviction pool): the best victims seen by this
+// process's recent samples, best last. An entry is checked again before it
+// is taken: a key read since it was sampled is dropped, not evicted.
+constexpr size_t kPoolSize = 16;
+thread_local std::vector<Candidate> t_pool;
+
+void PoolInsert(Candidate&& cand) {
+  for (auto& e : t_pool) {
+    if (e.key == cand.key && e.coll == cand.coll) {
+      e = std::move(cand);
+      std::sort(t_pool.begin(), t_pool.end(), [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+      return;
+    }
+  }
+  if (t_pool.size() >= kPoolSize) {
+    if (cand.rank <= t_pool.front().rank) return;
+    t_pool.erase(t_pool.begin());
+  }
+  auto at = std::upper_bound(t_pool.begin(), t_pool.end(), cand.rank,
+                             [](uint32_t r, const Candidate& e) { return r < e.rank; });
+  t_pool.insert(at, std::move(cand));
+}
+
+bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
+  if (DelIfVersion(c, v.t, v.key, v.version) != Status::kOk) return false;  // changed or gone
+  detail::Count(c, *v.t.h, kStatEvicted);
+  if (on_evict) on_evict(v.coll, v.key);
+  return true;
+}
+
+bool EvictByAccess(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
+  for (int round = 0; round < kSampleRounds; ++round) {
+    std::vector<Candidate> cands;
+    if (!Sample(c, l, &cands)) {
+      t_pool.clear();
+      return false;
+    }
+    AccessParams p = LoadAccessParams(*c.catalog);
+    for (auto& cand : cands) {
+      cand.rank = AccessEvictRank(p, cand.access);
+      PoolInsert(std::move(cand));
+    }
+    while (!t_pool.empty()) {
+      Candidate v = std::move(t_pool.back());
+      t_pool.pop_back();
+      // Still the record we ranked, not read since? (Probe does not touch.)
+      ReadInfo ri;
+      TableRef t;
+      if (OpenCollection(c, v.coll, &t) != Status::kOk || t.h != v.t.h || t.gen != v.t.gen) continue;
+      if (Probe(c, t, v.key, &ri) != Status::kOk || ri.version != v.version) continue;
+      if (AccessEvictRank(LoadAccessParams(*c.catalog), ri.access) + 1 < v.rank) continue;
+      if (EvictVictim(c, v, on_evict)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void ForgetEvictionPool() { std::vector<Candidate>().swap(t_pool); }
+
+bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
+  if (l.policy == EvictPolicy::kNoEviction) return false;
+  if (l.policy == EvictPolicy::kAllKeysLru || l.policy == EvictPolicy::kAllKeysLfu ||
+      l.policy == EvictPolicy::kVolatileLru || l.policy == EvictPolicy::kVolatileLfu) {
+    return EvictByAccess(c, l, on_evict);
+  }
+  for (int round = 0; round < kSampleRounds; ++round) {
+    std::vector<Candidate> cands;
+    if (!Sample(c, l, &cands)) return false;
     if (cands.empty()) continue;
     size_t pick = 0;
     if (l.policy == EvictPolicy::kVolatileTtl) {
@@ -145,11 +233,7 @@ bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
     } else {
       pick = DictRandom() % cands.size();
     }
-    const Candidate& v = cands[pick];
-    if (Del(c, v.t, v.key) != Status::kOk) continue;  // gone meanwhile: sample again
-    detail::Count(c, *v.t.h, kStatEvicted);
-    if (on_evict) on_evict(v.coll, v.key);
-    return true;
+    if (EvictVictim(c, cands[pick], on_evict)) return true;  // else gone meanwhile: sample again
   }
   return false;
 }

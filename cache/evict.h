@@ -10,10 +10,12 @@
 // collection (weighted by its keys), a random point of its table, about
 // `samples` keys from there (cache/scan.h), as Redis samples.
 //
-// Policies today: noeviction, allkeys-random, volatile-random (keys with
-// a TTL only), volatile-ttl (the soonest to expire first). The LRU / LFU
-// policies need per-record access information that is not built yet
-// (docs/memory.md): setting one is refused with a clear error.
+// Policies: noeviction, allkeys-* (any key) and volatile-* (keys with a
+// TTL only) by -random, -lru (the longest idle), -lfu (the least
+// frequently used: cache/access.h), and volatile-ttl (the soonest to
+// expire). LRU / LFU keep Redis's eviction pool: the best victims of this
+// process's recent samples, each checked again before it goes (a key read
+// since it was sampled, or rewritten, stays).
 
 #include <cstdint>
 #include <functional>
@@ -30,7 +32,6 @@ enum class EvictPolicy : uint8_t {
 inline constexpr int kPolicyCount = 8;
 const char* PolicyName(EvictPolicy p);
 bool ParsePolicy(std::string_view name, EvictPolicy* out);  // Redis's names, any case
-bool PolicyBuilt(EvictPolicy p);  // false for the LRU / LFU ones (not yet)
 
 struct MemoryLimits {
   uint64_t maxmemory = 0;  // bytes; 0 = no limit (the arena's size still is one)
@@ -50,7 +51,9 @@ using EvictedFn = std::function<void(std::string_view, std::string_view)>;
 // the keys it removed (also added to each collection's evicted stat).
 [[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {});
 // One eviction by the policy, whatever the memory; false when there is no
-// candidate (for tests and for the door's retry after an arena-full -OOM).
+// candidate.
 bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict = {});
+// Empty this thread's LRU / LFU candidate pool (and free its memory).
+void ForgetEvictionPool();
 
 }  // namespace cache

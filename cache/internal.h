@@ -34,6 +34,10 @@ inline uint8_t TagOf(uint64_t h) { return static_cast<uint8_t>(h >> 56); }
 void LockBucket(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b);
 void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b);
 void LockOverflow(Ctx& c, TableHeader& h);
+// A read changed the coarse access of `rec` (cache/access.h): store `acc`
+// if the bucket lock is free at once and `rec` is still linked. True when
+// stored.
+bool TouchRecord(Ctx& c, TableHeader& h, uint64_t hash, Off rec, uint16_t acc);
 void RepairOverflowLocked(Ctx& c, TableHeader& h);
 StatLine& Line(const Ctx& c, const TableHeader& h);
 inline void Count(const Ctx& c, const TableHeader& h, Stat s, uint64_t n = 1) {
@@ -44,8 +48,9 @@ uint64_t HashOf(const Ctx& c, std::string_view key);
 // Admin lock held: make sure directory segment `seg` exists.
 bool EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg);
 // Locked or lock-free search of one bucket: slot index or -1.
+// *bound (when given): the found record's mem::CellBound.
 int FindInBucket(const mem::Arena& a, const Bucket& b, uint8_t tag, std::string_view key,
-                 Off* rec);
+                 Off* rec, size_t* bound = nullptr);
 // Overflow node (a 16-byte cell): class | next @4 | rec @8 | hash>>32 @12.
 inline constexpr size_t kNodeNext = 4, kNodeRec = 8, kNodeHash = 12, kNodeBytes = 16;
 inline uint32_t ExpireHint(int64_t expire_ms) {

@@ -75,12 +75,19 @@ Status CountExisting(Ctx& c, const TableRef& t, std::span<const std::string_view
   return Status::kOk;
 }
 
+Status TouchKeys(Ctx& c, const TableRef& t, std::span<const std::string_view> keys, int64_t* n) {
+  *n = 0;
+  for (std::string_view k : keys) *n += TouchKey(c, t, k) == Status::kOk;
+  return Status::kOk;
+}
+
 const char* KeyType(Ctx& c, const TableRef& t, std::string_view key) {
   ReadInfo ri;
   return Probe(c, t, key, &ri) == Status::kOk ? TypeName(ri.type) : "none";
 }
 
 Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key, std::string* name) {
+  NoTouch quiet(c);
   ReadInfo ri;
   std::string v;
   Status s = GetString(c, t, key, &v, &ri);
@@ -110,6 +117,7 @@ uint64_t CellBytes(size_t bytes) {
 }  // namespace
 
 Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t samples, uint64_t* bytes) {
+  NoTouch quiet(c);
   for (int attempt = 0; attempt < 8; ++attempt) {
     ReadInfo ri;
     std::string v;

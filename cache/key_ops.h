@@ -29,9 +29,13 @@ int TypeFromName(std::string_view name);
 // DEL / UNLINK: *n = how many existed.
 [[nodiscard]] Status DelKeys(Ctx& c, const TableRef& t, std::span<const std::string_view> keys,
                              int64_t* n);
-// EXISTS / TOUCH: *n = how many exist (a key given twice counts twice).
+// EXISTS: *n = how many exist (a key given twice counts twice).
 [[nodiscard]] Status CountExisting(Ctx& c, const TableRef& t,
                                    std::span<const std::string_view> keys, int64_t* n);
+// TOUCH: the same count, and each existing key's access is recorded
+// (cache/access.h; EXISTS does not record one).
+[[nodiscard]] Status TouchKeys(Ctx& c, const TableRef& t, std::span<const std::string_view> keys,
+                               int64_t* n);
 // TYPE: the type name ("none" when absent).
 const char* KeyType(Ctx& c, const TableRef& t, std::string_view key);
 // OBJECT ENCODING as Redis names it: strings "int" / "embstr" (<= 44

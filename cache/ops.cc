@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/access.h"
 #include "cache/dict.h"
 #include "cache/hash.h"
 #include "mem/canary.h"
@@ -41,9 +42,9 @@ size_t ClampedVlen(const mem::Arena& a, Off rec, uint8_t type, size_t klen) {
 // caller copies it once, outside, then checks it is still the key's record.
 constexpr size_t kBigRead = 4096;
 
-Status CopyRecord(const mem::Arena& a, Off rec, size_t klen, std::span<char> buf, bool want,
+// `bound`: mem::CellBound(a, rec), which the key compare computed already.
+Status CopyRecord(const mem::Arena& a, Off rec, size_t bound, size_t klen, std::span<char> buf, bool want,
                   ReadInfo* ri, Off* big = nullptr) {
-  size_t bound = mem::CellBound(a, rec);
   RecView v{a.At(rec)};
   uint8_t type = v.type();
   size_t voff = ValueOffset(type, klen);
@@ -57,6 +58,7 @@ Status CopyRecord(const mem::Arena& a, Off rec, size_t klen, std::span<char> buf
   ri->vlen = static_cast<uint32_t>(vlen);
   ri->expire_ms = v.expire();
   ri->version = v.version();
+  ri->access = v.access();
   if (!want) return Status::kOk;
   if (vlen > buf.size()) return Status::kBufferTooSmall;
   if (big && vlen > kBigRead) {
@@ -67,8 +69,9 @@ Status CopyRecord(const mem::Arena& a, Off rec, size_t klen, std::span<char> buf
   return Status::kOk;
 }
 
-bool KeyEquals(const mem::Arena& a, Off rec, std::string_view key) {
+bool KeyEquals(const mem::Arena& a, Off rec, std::string_view key, size_t* bound_out = nullptr) {
   size_t bound = mem::CellBound(a, rec);
+  if (bound_out) *bound_out = bound;
   if (bound < kRecHdr || key.size() > bound - kRecHdr) return false;
   RecView v{a.At(rec)};
   if (v.klen() != key.size()) return false;
@@ -113,7 +116,7 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
     Off rec = 0;
     if (node != 0) {
       rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
-      st = CopyRecord(a, rec, key.size(), buf, want, ri, big);
+      st = CopyRecord(a, rec, mem::CellBound(a, rec), key.size(), buf, want, ri, big);
     }
     mem::SeqReadFence();
     if (h.ovf.seq.load(std::memory_order_relaxed) == s1) {
@@ -128,7 +131,7 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
   *rec_out = 0;
   if (node != 0) {
     *rec_out = mem::LoadRelaxed32(a.At(node) + kNodeRec);
-    st = CopyRecord(a, *rec_out, key.size(), buf, want, ri);  // small under the lock: bounded
+    st = CopyRecord(a, *rec_out, mem::CellBound(a, *rec_out), key.size(), buf, want, ri);  // small under the lock
   }
   mem::Unlock(h.ovf.lock);
   return st;
@@ -204,6 +207,45 @@ void UnlockKey(TableHeader& h, const KeyLock& k) {
   mem::Unlock(k.b->lock);
 }
 
+// A read changed the coarse access of `rec`: store it if the bucket's lock
+// is free at once and `rec` is still linked there (cache/access.h). A
+// linked record is never freed, so the store cannot reach a reused cell;
+// a busy lock (or a key in overflow whose lock is busy) skips the update.
+bool TouchRecord(Ctx& c, TableHeader& h, uint64_t hash, Off rec, uint16_t acc) {
+  const mem::Arena& a = c.arena;
+  uint64_t route = h.route.load(std::memory_order_acquire);
+  uint64_t idx = RouteIdx(route, hash);
+  Bucket* b = BucketAt(a, h, idx);
+  if (PC_CANARY(8)) return false;
+  if (!b || !mem::TryLock(b->lock, c.tid)) return false;
+  bool stored = false;
+  if (h.route.load(std::memory_order_acquire) == route) {
+    uint32_t used = Used(TagsHi(*b));
+    bool linked = false;
+    for (uint32_t i = 0; i < used && i < kSlots && !linked; ++i) linked = SlotAt(*b, static_cast<int>(i)) == rec;
+    if (linked || PC_CANARY(9)) {
+      RecView{a.At(rec)}.set_access(acc);
+      stored = true;
+    } else if (h.ovf.count.load(std::memory_order_acquire) != 0 && mem::TryLock(h.ovf.lock, c.tid)) {
+      Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadRelaxed32(&heads[hash & (kOvfHeads - 1)]); node != 0 && guard-- > 0;
+           node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
+        if (mem::CellBound(a, node) < kNodeBytes) break;
+        if (mem::LoadRelaxed32(a.At(node) + kNodeRec) == rec) {
+          RecView{a.At(rec)}.set_access(acc);
+          stored = true;
+          break;
+        }
+      }
+      mem::Unlock(h.ovf.lock);
+    }
+  }
+  PC_CRASH_POINT();
+  mem::Unlock(b->lock);
+  return stored;
+}
+
 }  // namespace detail
 
 namespace {
@@ -212,8 +254,10 @@ namespace {
 Status CopyBig(Ctx& c, const TableRef& t, std::string_view key, Off rec, std::span<char> buf,
                ReadInfo* ri);
 
+// `touch`: the read counts as an access (cache/access.h) — GET and the
+// commands that read a value, TOUCH; not EXISTS, TYPE, TTL, OBJECT.
 Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf, bool want,
-            ReadInfo* info, Off* rec_out = nullptr, bool count = true) {
+            ReadInfo* info, Off* rec_out = nullptr, bool count = true, bool touch = false) {
   TableHeader& h = *t.h;
   const mem::Arena& a = c.arena;
   uint64_t hash = HashOf(c, key);
@@ -234,8 +278,9 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
         CpuRelax();
         continue;
       }
-      int i = FindInBucket(a, *b, tag, key, &rec);
-      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri, &big);
+      size_t bound = 0;
+      int i = FindInBucket(a, *b, tag, key, &rec, &bound);
+      if (i >= 0) st = CopyRecord(a, rec, bound, key.size(), buf, want, &ri, &big);
       mem::SeqReadFence();
       if (!PC_CANARY(1) && b->seq.load(std::memory_order_relaxed) != s1) {
         Count(c, h, kStatSeqRetries);
@@ -248,8 +293,9 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
       uint64_t lidx;
       Bucket* lb = LockRouted(c, h, hash, &lidx);
       if (!lb) return Status::kStale;
-      int i = FindInBucket(a, *lb, tag, key, &rec);
-      if (i >= 0) st = CopyRecord(a, rec, key.size(), buf, want, &ri, &big);
+      size_t bound = 0;
+      int i = FindInBucket(a, *lb, tag, key, &rec, &bound);
+      if (i >= 0) st = CopyRecord(a, rec, bound, key.size(), buf, want, &ri, &big);
       mem::Unlock(lb->lock);
     }
     if (rec == 0 && h.ovf.count.load(std::memory_order_acquire) != 0) {
@@ -273,6 +319,10 @@ Status Read(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf
         if (count) Count(c, h, kStatMisses);
         return st;
       }
+    }
+    if (touch && c.touch && AccessReadMayStore(*c.catalog, ri.access)) {
+      uint16_t acc;
+      if (AccessOnRead(LoadAccessParams(*c.catalog), ri.access, &acc)) (void)TouchRecord(c, h, hash, rec, acc);
     }
     if (rec_out) *rec_out = rec;
     if (info) *info = ri;
@@ -314,7 +364,7 @@ Status CopyBig(Ctx& c, const TableRef& t, std::string_view key, Off rec, std::sp
     UnlockKey(h, k);
     return Status::kNotFound;
   }
-  (void)CopyRecord(a, k.rec, key.size(), {}, false, ri);
+  (void)CopyRecord(a, k.rec, mem::CellBound(a, k.rec), key.size(), {}, false, ri);
   if (ri->vlen > buf.size()) {
     UnlockKey(h, k);
     return Status::kBufferTooSmall;
@@ -345,6 +395,7 @@ Status BuildRecord(Ctx& c, uint8_t type, std::string_view key, std::string_view 
   }
   char* p = c.arena.At(rec);
   mem::StoreRelaxed8(p + kOffType, type);
+  RecView{p}.set_access(AccessFresh(LoadAccessParams(*c.catalog)));
   mem::StoreRelaxed16(p + kOffKlen, static_cast<uint16_t>(key.size()));
   mem::StoreRelaxed32(p + kOffVlen, static_cast<uint32_t>(value.size()));
   RecView{p}.set_meta(expire_ms, 0);  // the version is set under the lock
@@ -390,12 +441,12 @@ BigReadCounters& ThreadBigReads() {
 }
 
 int FindInBucket(const mem::Arena& a, const Bucket& b, uint8_t tag, std::string_view key,
-                 Off* rec) {
+                 Off* rec, size_t* bound) {
   uint32_t m = TagMatch(TagsLo(b), TagsHi(b), tag);
   while (m) {
     int i = __builtin_ctz(m);
     Off off = SlotAt(b, i);
-    if (off != 0 && KeyEquals(a, off, key)) {
+    if (off != 0 && KeyEquals(a, off, key, bound)) {
       *rec = off;
       return i;
     }
@@ -425,11 +476,16 @@ void LockOverflow(Ctx& c, TableHeader& h) {
 }  // namespace detail
 
 Status Get(Ctx& c, const TableRef& t, std::string_view key, std::span<char> buf, ReadInfo* info) {
-  return Read(c, t, key, buf, true, info);
+  return Read(c, t, key, buf, true, info, nullptr, true, /*touch=*/true);
 }
 
 Status Probe(Ctx& c, const TableRef& t, std::string_view key, ReadInfo* info) {
   return Read(c, t, key, {}, false, info);
+}
+
+Status TouchKey(Ctx& c, const TableRef& t, std::string_view key) {
+  ReadInfo ri;
+  return Read(c, t, key, {}, false, &ri, nullptr, true, /*touch=*/true);
 }
 
 Status GetString(Ctx& c, const TableRef& t, std::string_view key, std::string* out,
@@ -539,6 +595,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       ov.set_meta(exp, ver);
+      ov.set_access(AccessOnWrite(LoadAccessParams(*c.catalog), ov.access()));
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       LowerHint(a, h, idx, exp);
@@ -553,6 +610,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       return Status::kOk;
     }
     nv.set_meta(o.keep_ttl && live_old ? old_exp : nv.expire(), ver);
+    if (live_old) nv.set_access(AccessOnWrite(LoadAccessParams(*c.catalog), ov.access()));
     if (i >= 0) {
       WriteBegin(*b);
       SetSlot(*b, i, nrec);

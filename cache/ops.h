@@ -16,6 +16,7 @@ struct ReadInfo {
   uint32_t vlen = 0;         // value bytes (for kTypeInt: 8)
   int64_t expire_ms = 0;     // 0 = never
   uint64_t version = 0;      // 48 bits, never 0 for a stored record (record.h)
+  uint16_t access = 0;       // the access field (cache/access.h), not seqlock-checked
 };
 
 // Copy the value of `key` into buf. kOk: info->vlen bytes copied.
@@ -29,6 +30,8 @@ struct ReadInfo {
                                ReadInfo* info = nullptr);
 // Metadata only (TTL, TYPE, EXISTS).
 [[nodiscard]] Status Probe(Ctx& c, const TableRef& t, std::string_view key, ReadInfo* info);
+// Probe that counts as an access (TOUCH; cache/access.h). Probe does not.
+[[nodiscard]] Status TouchKey(Ctx& c, const TableRef& t, std::string_view key);
 
 enum class Cond : uint8_t { kAlways, kNx, kXx };
 

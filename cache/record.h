@@ -4,16 +4,21 @@
 
 // Record layout (little-endian, at the start of its cell):
 //
-//   0      1      2        4          8              14       16         20
-//   +------+------+--------+----------+--------------+--------+----------+-----+-------+
-//   | cls  | type | klen   | vlen     | expire_ms    | ver_hi | ver_lo   | key | value |
-//   | u8   | u8   | u16    | u32      | 48 bits      | 16 bits| u32      |     |       |
-//   +------+------+--------+----------+--------------+--------+----------+-----+-------+
-//                                     <-- one u64 (atomic) -->
+//   0      1          2        4          8              14       16         20
+//   +------+----------+--------+----------+--------------+--------+----------+-----+-------+
+//   | acc  | acc|type | klen   | vlen     | expire_ms    | ver_hi | ver_lo   | key | value |
+//   | lo 8 | hi5| 3b  | u16    | u32      | 48 bits      | 16 bits| u32      |     |       |
+//   +------+----------+--------+----------+--------------+--------+----------+-----+-------+
+//   <- one u16 -->                        <-- one u64 (atomic) -->
 //
-// cls      the cell's class byte: written when the chunk is carved, never here
-// type     kTypeString, kTypeInt (value = 8-byte int64 at an 8-aligned
-//          offset), and room for the aggregate encodings
+// access   13 bits: byte 0 and bits 3..7 of byte 1 (cache/access.h: the
+//          LRU clock of the last access, or an LFU counter and its minute).
+//          Set when the record is built; after that changed only under the
+//          bucket lock, and not part of what the seqlock validates (a reader
+//          may see either value). The cell's class is not in the cell
+//          (mem/slab.h CellClass).
+// type     bits 0..2 of byte 1: kTypeString, kTypeInt (value = 8-byte int64
+//          at an 8-aligned offset), and the aggregate encodings
 // expire   absolute unix time in ms, 0 = never; 48 bits (up to year 10889,
 //          larger expiries are clamped to kMaxExpireMs)
 // version  48 bits (ver_hi:ver_lo), never 0 for a stored record. Every change
@@ -54,7 +59,11 @@ enum RecordType : uint8_t {
   kTypeMax = 6,
 };
 
+static_assert(kTypeMax < 8, "the type has 3 bits of byte 1; the access field has the rest");
+
 inline constexpr size_t kRecHdr = 20;
+inline constexpr size_t kOffAccess = 0;  // u16: access lo 8 | (access hi 5 << 11) | (type << 8)
+inline constexpr uint16_t kAccessMask = 0x1FFF;
 inline constexpr size_t kOffType = 1;
 inline constexpr size_t kOffKlen = 2;
 inline constexpr size_t kOffVlen = 4;
@@ -86,7 +95,18 @@ inline constexpr size_t RecordBytes(uint8_t type, size_t klen, size_t vlen) {
 // a lock-free reader validates them with the seqlock afterwards.
 struct RecView {
   char* p;
-  uint8_t type() const { return mem::LoadRelaxed8(p + kOffType); }
+  uint8_t type() const { return mem::LoadRelaxed8(p + kOffType) & 7; }
+  uint16_t access() const {
+    uint16_t w = mem::LoadRelaxed16(p + kOffAccess);
+    return static_cast<uint16_t>((w & 0xFF) | (w >> 11) << 8);
+  }
+  // Before the record is published, or under its bucket lock (the type bits
+  // are written back as they are: a published record's type never changes).
+  void set_access(uint16_t acc) const {
+    uint16_t type_bits = mem::LoadRelaxed16(p + kOffAccess) & 0x0700;
+    mem::StoreRelaxed16(p + kOffAccess,
+                        static_cast<uint16_t>((acc & 0xFF) | type_bits | ((acc >> 8) & 0x1F) << 11));
+  }
   uint16_t klen() const { return mem::LoadRelaxed16(p + kOffKlen); }
   uint32_t vlen() const { return mem::LoadRelaxed32(p + kOffVlen); }
   int64_t expire() const {

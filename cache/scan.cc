@@ -51,7 +51,7 @@ bool CopyItem(const mem::Arena& a, Off rec, bool values, Item* it) {
   vlen = voff > bound ? 0 : std::min(vlen, bound - voff);
   it->key.resize(klen);
   mem::AtomicCopyOut(it->key.data(), v.key(), klen);
-  it->info = ReadInfo{type, static_cast<uint32_t>(vlen), v.expire(), v.version()};
+  it->info = ReadInfo{type, static_cast<uint32_t>(vlen), v.expire(), v.version(), v.access()};
   if (values) {
     it->value.resize(vlen);
     mem::AtomicCopyOut(it->value.data(), v.value(type, klen), vlen);

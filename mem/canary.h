@@ -15,6 +15,8 @@
 //   5  an adopter frees a claim before it leaves the slot (defect 1, slab.cc)
 //   6  aggregate readers skip the version re-check (cache/dict.cc Validate)
 //   7  removing a hash / set frees its record, not its trie (dict.cc FreeValue)
+//   8  reads do not record their access (cache/ops.cc TouchRecord)
+//   9  a read's access lands in a record no longer linked (TouchRecord)
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -43,6 +43,8 @@ struct Config {
   int64_t maxmemory = 0;                      // bytes of used memory before eviction (0 = none)
   std::string maxmemory_policy = "noeviction";  // Redis's eight names (cache/evict.h)
   int maxmemory_samples = 5;
+  int lfu_log_factor = 10;                    // Redis's defaults (cache/access.h)
+  int lfu_decay_time = 1;
   // [listen]
   std::string resp = "127.0.0.1:6379";
   std::vector<std::string> resp_allow;       // CIDRs allowed off loopback

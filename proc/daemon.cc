@@ -21,6 +21,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/access.h"
 #include "cache/evict.h"
 #include "mem/arena.h"
 #include "proc/log.h"
@@ -161,6 +162,7 @@ void RaiseFdLimit(int want) {
       last_tidy = now;
     }
     (void)mem::NoteUsedPeak(a);  // INFO used_memory_peak
+    cache::AccessClockTick(ctx);  // the LRU / LFU clock (cache/access.h)
     usleep(behind ? 1000 : 100 * 1000);
   }
   ctx.alloc.FlushToGlobal();
@@ -311,6 +313,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     ml.maxmemory = static_cast<uint64_t>(cfg.maxmemory);
     (void)cache::ParsePolicy(cfg.maxmemory_policy, &ml.policy);  // validated by FinishConfig
     ml.samples = static_cast<uint32_t>(cfg.maxmemory_samples);
+    cache::SetLfuParams(ctx, static_cast<uint32_t>(cfg.lfu_log_factor), static_cast<uint32_t>(cfg.lfu_decay_time));
     cache::SetMemoryLimits(ctx, ml);
   }
   for (const auto& cc : cfg.collections) {

@@ -12,7 +12,8 @@ C="$BUILD/bin/crash_points"
 names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "repair keeps an interrupted split's misrouted copies" "a child binds to a live process's slot"
        "an adopter frees a claim before it leaves the slot"
-       "aggregate readers skip the version re-check" "removing a hash / set frees its record, not its trie")
+       "aggregate readers skip the version re-check" "removing a hash / set frees its record, not its trie"
+       "reads do not record their access" "a read's access lands in a record no longer linked")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -35,7 +36,7 @@ for d in "${detectors[@]}"; do
   fi
 done
 caught=0
-for f in 1 2 3 4 5 6 7; do
+for f in 1 2 3 4 5 6 7 8 9; do
   by=""
   for d in "${detectors[@]}"; do
     if ! run "$f" "${d#*:}"; then by="${d%%:*}"; break; fi
@@ -46,5 +47,5 @@ for f in 1 2 3 4 5 6 7; do
     echo "canary fault $f (${names[$f]}): NOT CAUGHT by any detector"
   fi
 done
-echo "canary: $caught of 7 deliberate faults caught"
-[ "$caught" -eq 7 ]
+echo "canary: $caught of 9 deliberate faults caught"
+[ "$caught" -eq 9 ]

@@ -272,11 +272,8 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (p.Has("policy")) {
           cache::EvictPolicy pol;
           if (!p.GetString("policy", &v, &err) || !cache::ParsePolicy(v, &pol)) {
-            return mi::MiParamError("Bad policy (noeviction, allkeys-random, volatile-random, volatile-ttl)");
-          }
-          if (!cache::PolicyBuilt(pol)) {
-            return mi::MiParamError(std::string("Policy ") + cache::PolicyName(pol) +
-                                    " is not built yet (it needs per-key access times)");
+            return mi::MiParamError("Bad policy (noeviction, allkeys-lru, allkeys-lfu, allkeys-random, "
+                                    "volatile-lru, volatile-lfu, volatile-random, volatile-ttl)");
           }
           l.policy = pol;
         }

@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include <memory>
 
+#include "cache/access.h"
 #include "cache/glob.h"
 #include "modules/resp/command.h"
 
@@ -79,7 +80,20 @@ void CmdObject(CmdCtx& c) {
   if (s != Status::kOk) return ReplyStatus(c, s);
   if (EqNoCase(sub, "ENCODING")) return c.r.Bulk(enc);
   if (EqNoCase(sub, "REFCOUNT")) return c.r.Int(1);
-  if (EqNoCase(sub, "IDLETIME")) return c.r.Int(0);  // access times are not tracked
+  // IDLETIME / FREQ: the record's access field (cache/access.h); a Probe
+  // does not count as an access.
+  cache::ReadInfo ri;
+  s = cache::Probe(*c.env.ctx, t, c.arg(2), &ri);
+  if (s == Status::kNotFound) return c.r.Null();
+  if (s != Status::kOk) return ReplyStatus(c, s);
+  cache::AccessParams p = cache::LoadAccessParams(*c.env.ctx->catalog);
+  if (EqNoCase(sub, "IDLETIME")) {
+    if (!p.lfu) return c.r.Int(cache::AccessIdleSeconds(p, ri.access));
+    return c.r.Error("ERR An LFU maxmemory policy is selected, idle time not tracked. "
+                     "Please note that when switching between policies at runtime LRU and LFU data "
+                     "will take some time to adjust.");
+  }
+  if (p.lfu) return c.r.Int(cache::AccessFrequency(p, ri.access));
   c.r.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
             "Please note that when switching between policies at runtime LRU and LFU data "
             "will take some time to adjust.");
@@ -367,7 +381,13 @@ void CmdMove(CmdCtx& c) {
   c.r.Int(done ? 1 : 0);
 }
 
-void CmdTouch(CmdCtx& c) { CmdExists(c); }
+void CmdTouch(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  int64_t n = 0;
+  Status st = cache::TouchKeys(*c.env.ctx, t, c.argv.subspan(1), &n);
+  ReplyInt(c, st, n);
+}
 
 void CmdRandomKey(CmdCtx& c) {
   cache::TableRef t;

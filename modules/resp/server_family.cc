@@ -11,6 +11,7 @@
 #include "cache/glob.h"
 #include "mem/arena.h"
 #include "mem/slab.h"
+#include "cache/access.h"
 #include "cache/encoding.h"
 #include "cache/evict.h"
 #include "cache/key_ops.h"
@@ -493,6 +494,7 @@ constexpr LiveParam kConfigParams[] = {
     {"timeout", true},       {"loglevel", true},  {"maxclients", false},
     {"databases", false},    {"port", false},     {"bind", false},
     {"maxmemory", true},     {"maxmemory-policy", true}, {"maxmemory-samples", true},
+    {"lfu-log-factor", true}, {"lfu-decay-time", true},
     {"proto-max-bulk-len", true},
     {"client-query-buffer-limit", true}, {"client-output-buffer-limit", true},
     {"save", false},         {"appendonly", false},
@@ -563,6 +565,8 @@ std::string ConfigValue(const Env& e, std::string_view name) {
   if (name == "maxmemory") return std::to_string(cache::GetMemoryLimits(*e.ctx).maxmemory);
   if (name == "maxmemory-policy") return cache::PolicyName(cache::GetMemoryLimits(*e.ctx).policy);
   if (name == "maxmemory-samples") return std::to_string(cache::GetMemoryLimits(*e.ctx).samples);
+  if (name == "lfu-log-factor") return std::to_string(cache::LoadAccessParams(*e.ctx->catalog).log_factor);
+  if (name == "lfu-decay-time") return std::to_string(cache::LoadAccessParams(*e.ctx->catalog).decay_min);
   if (name == "proto-max-bulk-len") return std::to_string(e.procs->live_proto_max_bulk.load());
   if (name == "client-query-buffer-limit") return std::to_string(e.procs->live_query_buf.load());
   if (name == "client-output-buffer-limit") {
@@ -677,10 +681,6 @@ void CmdConfig(CmdCtx& c) {
                                    "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, "
                                    "noeviction");
           }
-          if (!cache::PolicyBuilt(p)) {
-            return c.r.Error(pre + "'" + cache::PolicyName(p) + "' is not built yet in perfcached (it needs "
-                                   "per-key access times); use allkeys-random, volatile-random or volatile-ttl");
-          }
           l.policy = p;
         } else {
           long long x;
@@ -689,6 +689,15 @@ void CmdConfig(CmdCtx& c) {
           l.samples = static_cast<uint32_t>(x);
         }
         cache::SetMemoryLimits(*c.env.ctx, l);
+      } else if (EqNoCase(k, "lfu-log-factor") || EqNoCase(k, "lfu-decay-time")) {
+        std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
+        long long x;
+        if (!ParseLL(v, &x)) return c.r.Error(pre + "argument couldn't be parsed into an integer");
+        if (x < 0 || x > INT32_MAX) return c.r.Error(pre + "argument must be between 0 and 2147483647 inclusive");
+        cache::AccessParams p = cache::LoadAccessParams(*c.env.ctx->catalog);
+        if (EqNoCase(k, "lfu-log-factor")) p.log_factor = static_cast<uint32_t>(x);
+        else p.decay_min = static_cast<uint32_t>(x);
+        cache::SetLfuParams(*c.env.ctx, p.log_factor, p.decay_min);
       } else if (int f = LimitField(k); f >= 0) {
         long long x;
         if (!ParseLL(v, &x)) {

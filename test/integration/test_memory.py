@@ -279,8 +279,8 @@ OOM_MSG = "OOM command not allowed when used memory > 'maxmemory'."
 
 
 class Eviction(unittest.TestCase):
-    """maxmemory and the policies built so far (docs/memory.md): what each
-    evicts and what it keeps."""
+    """maxmemory and the eight policies (docs/memory.md): what each evicts
+    and what it keeps."""
 
     def setUp(self):
         self.d = Daemon(workers=2, arena_mb=ARENA_MB)
@@ -387,12 +387,160 @@ class Eviction(unittest.TestCase):
 
     def test_policy_errors(self):
         r = self.r
-        with self.assertRaisesRegex(redis.ResponseError, "not built yet"):
-            r.config_set("maxmemory-policy", "allkeys-lru")
         with self.assertRaisesRegex(redis.ResponseError, "must be one of the following"):
             r.config_set("maxmemory-policy", "bogus")
         self.assertEqual(r.config_get("maxmemory-policy")["maxmemory-policy"], "noeviction")
+        for name in ("lfu-log-factor", "lfu-decay-time"):
+            with self.assertRaisesRegex(redis.ResponseError, "between 0 and 2147483647"):
+                r.config_set(name, -1)
+            with self.assertRaisesRegex(redis.ResponseError, "couldn't be parsed"):
+                r.config_set(name, "x")
+        self.assertEqual(r.config_get("lfu-*"), {"lfu-log-factor": "10", "lfu-decay-time": "1"})
+        self.assertTrue(r.config_set("lfu-log-factor", 3))
+        self.assertEqual(r.config_get("lfu-log-factor")["lfu-log-factor"], "3")
 
+    def age(self, prefix, n, size=1000, reads=1):
+        """Read keys <prefix>0..n-1 `reads` times each (pipelined)."""
+        for _ in range(reads):
+            for k in range(0, n, 500):
+                p = self.r.pipeline(transaction=False)
+                for i in range(k, min(n, k + 500)):
+                    p.get("%s%d" % (prefix, i))
+                self.assertNotIn(None, p.execute())
+
+    def survivors(self, prefix, n):
+        p = self.r.pipeline(transaction=False)
+        for i in range(n):
+            p.exists("%s%d" % (prefix, i))
+        return sum(p.execute())
+
+    def test_allkeys_lru_evicts_the_longest_idle(self):
+        # hot keys read after the cold ones were written: when room is
+        # needed, the cold ones go (the clock has one-second steps, hence
+        # the sleeps)
+        r = self.r
+        self.limit("allkeys-lru", 8)
+        self.assertEqual([e for e in self.write("hot:", 1000) if e is not True], [])
+        time.sleep(1.2)
+        self.assertEqual([e for e in self.write("cold:", 6000) if e is not True], [])
+        time.sleep(2.2)
+        self.age("hot:", 1000)
+        self.assertLessEqual(r.object("idletime", "hot:1"), 1)
+        self.assertGreaterEqual(r.object("idletime", "cold:1"), 2)
+        time.sleep(1.2)
+        self.assertEqual([e for e in self.write("new:", 5000) if e is not True], [])
+        evicted = int(r.info("stats")["evicted_keys"])
+        self.assertGreater(evicted, 2000)
+        hot, cold = self.survivors("hot:", 1000), self.survivors("cold:", 6000)
+        self.assertGreaterEqual(hot, 980, (hot, cold, evicted))
+        self.assertLessEqual(cold, 6000 - evicted * 0.8, (hot, cold, evicted))
+
+    def test_allkeys_lfu_evicts_the_least_used(self):
+        # hot keys read 30 times (their counter climbs from 5), cold ones
+        # never: the cold ones go, although the hot ones are older
+        r = self.r
+        self.limit("allkeys-lfu", 8)
+        self.assertEqual([e for e in self.write("hot:", 1000) if e is not True], [])
+        self.assertEqual(r.object("freq", "hot:1"), 5)
+        self.age("hot:", 1000, reads=30)
+        self.assertGreaterEqual(r.object("freq", "hot:1"), 6)
+        self.assertEqual([e for e in self.write("cold:", 6000) if e is not True], [])
+        self.assertEqual([e for e in self.write("new:", 5000) if e is not True], [])
+        evicted = int(r.info("stats")["evicted_keys"])
+        self.assertGreater(evicted, 2000)
+        hot = self.survivors("hot:", 1000)
+        self.assertGreaterEqual(hot, 980, (hot, evicted))
+
+    def test_volatile_lru_and_lfu_never_evict_keys_without_ttl(self):
+        r = self.r
+        for policy in ("volatile-lru", "volatile-lfu"):
+            r.flushall()
+            self.limit(policy)
+            keep = self.write("p:", 2000)  # ~2 MB without TTL, never read
+            self.assertEqual([e for e in keep if e is not True], [])
+            time.sleep(1.1)
+            replies = self.write("t:", 12000, ex=1000)
+            self.assertEqual([e for e in replies if e is not True], [], policy)
+            self.assertGreater(int(r.info("stats")["evicted_keys"]), 1000)
+            self.assertEqual(self.survivors("p:", 2000), 2000, policy)
+            replies = self.write("q:", 12000)
+            errors = [e for e in replies if e is not True]
+            self.assertTrue(errors, policy)
+            self.assertIn(OOM_MSG, str(errors[0]))
+            self.assertEqual(self.survivors("p:", 2000), 2000, policy)
+            r.config_set("maxmemory", 0)
+
+    @unittest.expectedFailure
+    def test_value_size_shift_under_allkeys_lru(self):
+        # issue 10's acceptance: the load's value size moves from 1000 B to
+        # 100 B under allkeys-lru with maxmemory well inside the arena:
+        # writes keep being served, no -OOM (the 1000-byte keys, the least
+        # recently used, go; their pages come free and serve the 100-byte
+        # class). NOT YET: the 1000-byte keys were written within a second
+        # or two, so LRU takes them in random order and a 64-cell page comes
+        # free only when all of its cells went: the arena fills with
+        # half-empty pages (fragmentation 25 MB of 64 MiB) and about 75% of
+        # the 100-byte SETs get -OOM. Automove (docs/memory.md, Next) is
+        # what this waits for.
+        r = self.r
+        mm = 40 << 20
+        self.assertTrue(r.config_set("maxmemory-policy", "allkeys-lru"))
+        self.assertTrue(r.config_set("maxmemory", mm))
+        big = self.write("big:", 60000, size=1000)   # ~60 MB through a 40 MB limit
+        self.assertEqual([e for e in big if e is not True], [])
+        self.assertGreater(int(r.info("stats")["evicted_keys"]), 10000)
+        time.sleep(1.1)
+        small = self.write("small:", 600000, size=100)  # ~3x the limit in 100-byte values
+        errors = [e for e in small if e is not True]
+        self.assertEqual(errors[:3], [], "%d of 600000 100-byte SETs refused" % len(errors))
+        self.assertLessEqual(used_memory(r), mm + (1 << 20))
+        self.assertEqual(r.get("small:599999"), value(599999, 100))
+        left = self.survivors("big:", 60000)
+        self.assertLess(left, 3000, "1000-byte keys kept over the fresh ones")
+
+    def test_object_idletime_and_freq(self):
+        r = self.r
+        r.set("k", "v")
+        r.set("cold", "v")
+        time.sleep(2.1)
+        # without an LRU policy a read stores its time only after a minute
+        # of idleness (docs/memory.md: reads of a cache that does not evict
+        # by recency cost no stores)
+        r.get("k")
+        self.assertGreaterEqual(r.object("idletime", "k"), 2)
+        r.config_set("maxmemory-policy", "allkeys-lru")
+        self.assertGreaterEqual(r.object("idletime", "k"), 2)
+        self.assertEqual(r.object("encoding", "k"), b"embstr")  # OBJECT does not touch
+        self.assertGreaterEqual(r.object("idletime", "k"), 2)
+        r.exists("k")
+        r.ttl("k")
+        r.type("k")
+        self.assertGreaterEqual(r.object("idletime", "k"), 2)  # nor do EXISTS, TTL, TYPE
+        r.get("k")
+        self.assertLessEqual(r.object("idletime", "k"), 1)  # GET does
+        r.set("cold", "w")
+        self.assertLessEqual(r.object("idletime", "cold"), 1)  # and a write
+        r.set("t", "v")
+        time.sleep(1.1)
+        self.assertEqual(r.touch("t", "nokey", "t"), 2)
+        self.assertEqual(r.object("idletime", "t"), 0)  # and TOUCH
+        self.assertIsNone(r.object("idletime", "nokey"))
+        with self.assertRaisesRegex(redis.ResponseError, "An LFU maxmemory policy is not selected"):
+            r.object("freq", "k")
+        r.config_set("maxmemory-policy", "allkeys-lfu")
+        with self.assertRaisesRegex(redis.ResponseError, "An LFU maxmemory policy is selected"):
+            r.object("idletime", "k")
+        r.set("f", "v")
+        self.assertEqual(r.object("freq", "f"), 5)  # Redis's LFU_INIT_VAL
+        r.get("f")
+        self.assertEqual(r.object("freq", "f"), 6)  # the first increments are certain
+        r.config_set("lfu-log-factor", 0)
+        for _ in range(20):
+            r.get("f")
+        self.assertEqual(r.object("freq", "f"), 26)  # factor 0: every access counts
+        r.set("f", "w")  # a write keeps the counter (and counts)
+        self.assertEqual(r.object("freq", "f"), 27)
+        self.assertIsNone(r.object("freq", "nokey"))
 
 
 class TableGrowth(unittest.TestCase):

@@ -292,11 +292,11 @@ TEST(Config, SyntaxErrors) {
 
 TEST(Config, MaxmemoryPolicy) {
   STRCMP_EQUAL("<ok>", FinishErr("[memory]\nmaxmemory = 100mb\nmaxmemory_policy = volatile-ttl\n").c_str());
-  STRCMP_EQUAL("F:2: [memory] maxmemory_policy: 'allkeys-lru' is not built yet (it needs per-key access "
-               "times); use allkeys-random, volatile-random or volatile-ttl",
-               FinishErr("[memory]\nmaxmemory_policy = allkeys-lru\n").c_str());
-  STRCMP_EQUAL("F:2: [memory] maxmemory_policy: expected noeviction, allkeys-random, volatile-random or "
-               "volatile-ttl, got 'lru'",
+  for (const char* p : {"allkeys-lru", "allkeys-lfu", "volatile-lru", "volatile-lfu", "noeviction"}) {
+    STRCMP_EQUAL("<ok>", FinishErr(std::string("[memory]\nmaxmemory_policy = ") + p + "\n").c_str());
+  }
+  STRCMP_EQUAL("F:2: [memory] maxmemory_policy: expected noeviction, allkeys-lru, allkeys-lfu, allkeys-random, "
+               "volatile-lru, volatile-lfu, volatile-random or volatile-ttl, got 'lru'",
                FinishErr("[memory]\nmaxmemory_policy = lru\n").c_str());
   Config c;
   STRCMP_EQUAL("<ok>", LoadErr("[memory]\nmaxmemory = 2gb\nmaxmemory_samples = 10\n", &c).c_str());

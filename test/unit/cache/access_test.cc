@@ -1,0 +1,252 @@
+// perfcached — unit tests of the per-record access field (cache/access.h)
+// and the LRU / LFU policies built on it (cache/evict.h).
+// Copyright (c) 2026 the perfcached authors.
+#include <cstring>
+#include <string>
+
+#include "cache/access.h"
+#include "cache/evict.h"
+#include "cache/internal.h"
+#include "cache/ops.h"
+#include "test/unit/cache/fixture.h"
+
+#include <CppUTest/TestHarness.h>
+
+using cache::AccessParams;
+using mem::Status;
+
+TEST_GROUP(AccessRules){};
+
+TEST(AccessRules, LruIsTheClockOfTheLastAccess) {
+  AccessParams p;
+  p.clock_s = 100000;
+  uint16_t a = cache::AccessFresh(p);
+  CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, a));
+  uint16_t out;
+  CHECK_FALSE(cache::AccessOnRead(p, a, &out));  // same second: nothing to store
+  p.clock_s += 7;
+  CHECK_EQUAL(7u, cache::AccessIdleSeconds(p, a));
+  CHECK_EQUAL(7u, cache::AccessEvictRank(p, a));
+  CHECK(cache::AccessOnRead(p, a, &out));
+  CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, out));
+  // 13 bits: idle time wraps after 8192 s
+  p.clock_s += 8192;
+  CHECK_EQUAL(7u, cache::AccessIdleSeconds(p, a));
+  CHECK_EQUAL(cache::AccessFresh(p), cache::AccessOnWrite(p, a));
+}
+
+TEST(AccessRules, LfuCountsLogarithmicallyAndDecays) {
+  AccessParams p;
+  p.lfu = true;
+  p.clock_s = 600000;
+  uint16_t a = cache::AccessFresh(p);
+  CHECK_EQUAL(cache::kLfuInitVal, cache::AccessFrequency(p, a));
+  uint16_t out;
+  CHECK(cache::AccessOnRead(p, a, &out));  // at 5 the odds are 1: always
+  CHECK_EQUAL(6, cache::AccessFrequency(p, out));
+  // factor 10: from 6, about one access in 11 counts
+  a = out;
+  int moved = 0;
+  for (int i = 0; i < 11000; ++i) moved += cache::AccessOnRead(p, a, &out) ? 1 : 0;
+  CHECK(moved > 700 && moved < 1300);
+  // factor 0: every access counts, up to 255
+  p.log_factor = 0;
+  for (int i = 0; i < 300; ++i) (void)cache::AccessOnRead(p, a, &a);
+  CHECK_EQUAL(255, cache::AccessFrequency(p, a));
+  CHECK_EQUAL(0u, cache::AccessEvictRank(p, a));
+  CHECK_FALSE(cache::AccessOnRead(p, a, &out));  // saturated, same minute
+  // decay: one per lfu-decay-time minutes without access, 31 minutes at most
+  p.clock_s += 3 * 60;
+  CHECK_EQUAL(252, cache::AccessFrequency(p, a));
+  p.decay_min = 3;
+  CHECK_EQUAL(254, cache::AccessFrequency(p, a));
+  p.decay_min = 0;
+  CHECK_EQUAL(255, cache::AccessFrequency(p, a));
+  p.decay_min = 1;
+  p.clock_s += 40 * 60;  // 43 minutes idle look like 11 (5-bit minutes)
+  CHECK_EQUAL(255 - 11, cache::AccessFrequency(p, a));
+  // a write carries the counter over and counts as an access
+  uint16_t w = cache::AccessOnWrite(p, a);
+  CHECK_EQUAL(255 - 10, cache::AccessFrequency(p, w));
+}
+
+TEST_GROUP(Access) {
+  testing::EngineFixture* f = nullptr;
+  cache::Ctx* c = nullptr;
+  void setup() override {
+    f = new testing::EngineFixture(64);
+    c = f->ctx;
+    cache::AccessClockTick(*c);
+  }
+  void teardown() override {
+    cache::ForgetEvictionPool();
+    delete f;
+  }
+  // Move the clock by `s` seconds (as the timer would see it).
+  void Advance(int64_t s) {
+    c->clock_skew_ms += s * 1000;
+    cache::AccessClockTick(*c);
+  }
+  uint16_t AccessOf(const cache::TableRef& t, const std::string& key) {
+    cache::ReadInfo ri;
+    CHECK(cache::Probe(*c, t, key, &ri) == Status::kOk);
+    return ri.access;
+  }
+  void Put(const cache::TableRef& t, const std::string& key, int64_t expire_ms = 0) {
+    cache::StoreOpts o;
+    o.expire_ms = expire_ms;
+    CHECK(cache::Set(*c, t, key, "value-" + key, o) == Status::kOk);
+  }
+  void Read(const cache::TableRef& t, const std::string& key) {
+    std::string v;
+    CHECK(cache::GetString(*c, t, key, &v) == Status::kOk);
+  }
+  // Evict n keys by `policy`; returns how many of them were in [lo, hi).
+  int EvictCount(cache::EvictPolicy policy, int n, const cache::TableRef& t, int lo, int hi) {
+    cache::MemoryLimits l;
+    l.policy = policy;
+    l.samples = 5;
+    cache::SetMemoryLimits(*c, l);
+    int in = 0;
+    for (int i = 0; i < n; ++i) {
+      std::string gone;
+      CHECK(cache::EvictOne(*c, l, [&](std::string_view, std::string_view key) { gone = key; }));
+      int k = std::stoi(gone.substr(4));
+      in += k >= lo && k < hi;
+    }
+    (void)t;
+    return in;
+  }
+};
+
+TEST(Access, GetRecordsTheAccessProbeAndNoTouchDoNot) {
+  cache::TableRef t = f->Table("t");
+  Put(t, "k");
+  // Without an LRU policy a read stores only when the key was idle a
+  // minute: 5 s idle stay...
+  AccessParams p = cache::LoadAccessParams(*c->catalog);
+  CHECK_EQUAL(cache::kCoarseLruStep, p.lru_step);
+  Advance(5);
+  Read(t, "k");
+  p = cache::LoadAccessParams(*c->catalog);
+  CHECK_EQUAL(5u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));
+  Advance(60);  // ...65 s do not
+  Read(t, "k");
+  p = cache::LoadAccessParams(*c->catalog);
+  CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));
+  // Under an LRU policy every second counts.
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kAllKeysLru;
+  cache::SetMemoryLimits(*c, l);
+  p = cache::LoadAccessParams(*c->catalog);
+  CHECK_EQUAL(1u, p.lru_step);
+  CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));
+  Advance(5);
+  p = cache::LoadAccessParams(*c->catalog);
+  CHECK_EQUAL(5u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));  // Probe did not touch
+  {
+    cache::NoTouch quiet(*c);
+    Read(t, "k");
+  }
+  CHECK_EQUAL(5u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));
+  Read(t, "k");
+  CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));
+  // the type bits beside the field are untouched
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(*c, t, "k", &ri) == Status::kOk);
+  CHECK_EQUAL(cache::kTypeString, ri.type);
+  std::string v;
+  CHECK(cache::GetString(*c, t, "k", &v) == Status::kOk);
+  STRCMP_EQUAL("value-k", v.c_str());
+  // a write stamps the new record
+  Advance(9);
+  p = cache::LoadAccessParams(*c->catalog);
+  Put(t, "k");
+  CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, AccessOf(t, "k")));
+}
+
+// Canary 9: the store of a read's access must never reach a cell that the
+// record left (freed and reused by anything else meanwhile).
+TEST(Access, TouchNeverWritesACellTheRecordLeft) {
+  cache::TableRef t = f->Table("t");
+  Put(t, "gone");
+  mem::Off rec = 0;
+  {
+    cache::detail::KeyLock k;
+    uint64_t hash = cache::detail::HashOf(*c, "gone");
+    CHECK(cache::detail::LockKey(*c, *t.h, hash, "gone", &k));
+    rec = k.rec;
+    cache::detail::UnlockKey(*t.h, k);
+  }
+  CHECK(rec != 0);
+  // control: linked, the store happens
+  uint64_t hash = cache::detail::HashOf(*c, "gone");
+  CHECK(cache::detail::TouchRecord(*c, *t.h, hash, rec, 0x0123));
+  CHECK_EQUAL(0x0123, AccessOf(t, "gone"));
+  // removed: its cell is this process's next cell of the class (the private
+  // stack), here reused for something else with its own bytes 0..1
+  CHECK(cache::Del(*c, t, "gone") == Status::kOk);
+  mem::Off reused = 0;
+  CHECK(c->alloc.Alloc(cache::RecordBytes(cache::kTypeString, 4, 10), &reused) == Status::kOk);
+  CHECK_EQUAL(rec, reused);
+  std::memcpy(c->arena.At(reused), "\xAA\xBB", 2);
+  CHECK_FALSE(cache::detail::TouchRecord(*c, *t.h, hash, rec, 0x1FFF));
+  MEMCMP_EQUAL("\xAA\xBB", c->arena.At(reused), 2);
+  c->alloc.Free(reused);
+}
+
+// Canary 8: the keys read since the others were written are kept.
+TEST(Access, AllKeysLruEvictsTheLongestIdle) {
+  cache::TableRef t = f->Table("t", 64);
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kAllKeysLru;
+  cache::SetMemoryLimits(*c, l);
+  for (int i = 0; i < 400; ++i) Put(t, testing::Key(i));
+  Advance(100);
+  for (int i = 0; i < 200; ++i) Read(t, testing::Key(i));
+  Advance(1);
+  int idle = EvictCount(cache::EvictPolicy::kAllKeysLru, 100, t, 200, 400);
+  CHECK_TEXT(idle >= 95, ("evicted " + std::to_string(idle) + " of 100 from the idle half").c_str());
+  CHECK_EQUAL(0, 200 - [&] {
+    int n = 0;
+    for (int i = 0; i < 200; ++i) n += cache::Probe(*c, t, testing::Key(i), nullptr) == Status::kOk;
+    return n;
+  }());
+}
+
+TEST(Access, AllKeysLfuEvictsTheLeastUsed) {
+  cache::TableRef t = f->Table("t", 64);
+  cache::SetLfuParams(*c, 0, 1);  // every access counts
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kAllKeysLfu;
+  cache::SetMemoryLimits(*c, l);
+  for (int i = 0; i < 400; ++i) Put(t, testing::Key(i));
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 0; i < 200; ++i) Read(t, testing::Key(i));
+  }
+  // the read ones are older but used more: the others go
+  int unused = EvictCount(cache::EvictPolicy::kAllKeysLfu, 100, t, 200, 400);
+  CHECK_TEXT(unused >= 95, ("evicted " + std::to_string(unused) + " of 100 from the unused half").c_str());
+}
+
+TEST(Access, VolatileLruAndLfuNeverTakeKeysWithoutTtl) {
+  cache::TableRef t = f->Table("t", 64);
+  int64_t later = cache::NowMs(*c) + 3600 * 1000;
+  for (int i = 0; i < 100; ++i) Put(t, testing::Key(i));            // no TTL, idle
+  Advance(50);
+  for (int i = 100; i < 150; ++i) Put(t, testing::Key(i), later + 50000);  // TTL, fresh
+  for (auto pol : {cache::EvictPolicy::kVolatileLru, cache::EvictPolicy::kVolatileLfu}) {
+    cache::MemoryLimits l;
+    l.policy = pol;
+    cache::SetMemoryLimits(*c, l);
+    for (int i = 0; i < 25; ++i) {
+      std::string gone;
+      CHECK(cache::EvictOne(*c, l, [&](std::string_view, std::string_view key) { gone = key; }));
+      CHECK(std::stoi(gone.substr(4)) >= 100);
+    }
+  }
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kVolatileLru;
+  CHECK_FALSE(cache::EvictOne(*c, l));  // only keys without a TTL left
+  for (int i = 0; i < 100; ++i) CHECK(cache::Probe(*c, t, testing::Key(i), nullptr) == Status::kOk);
+}

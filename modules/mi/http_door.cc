@@ -11,7 +11,11 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -22,6 +26,7 @@
 #include "modules/mi/http_checks.h"
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
+#include "proc/claim.h"
 #include "proc/config.h"
 #include "proc/log.h"
 #include "proc/proctable.h"
@@ -306,24 +311,59 @@ void Serve(evhttp_request* req, Http& h) {
 
 }  // namespace
 
-void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg) {
+void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg, int fd) {
   std::string host;
   int port;
-  if (!proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
+  if (fd < 0 || !proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
   auto* h = new Http{evhttp_new(base), &pc, &reg, host, port};
   evhttp_set_max_body_size(h->http, 64 * 1024);
   evhttp_set_max_headers_size(h->http, 16 * 1024);
   evhttp_set_timeout(h->http, 10);
   evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
   evhttp_set_gencb(h->http, &OnRequest, h);
-  if (!evhttp_bind_socket_with_handle(h->http, host.c_str(), static_cast<ev_uint16_t>(port))) {
-    LOG_ERR("HTTP door: cannot listen on %s", pc.cfg->http.c_str());
+  // The supervisor bound it (OpenHttpListener); libevent closes this
+  // process's copy when the door is freed.
+  if (!evhttp_accept_socket_with_handle(h->http, fd)) {
+    LOG_ERR("HTTP door: cannot serve %s", pc.cfg->http.c_str());
     evhttp_free(h->http);
     delete h;
     return nullptr;
   }
-  LOG_INFO("HTTP door on %s", pc.cfg->http.c_str());
   return h;
+}
+
+int OpenHttpListener(const std::string& hostport, std::string* err) {
+  std::string key;
+  if (!proc::TcpDoorKey(hostport, &key, err)) {
+    *err = "HTTP door: " + *err;
+    return -1;
+  }
+  if (!proc::ClaimDoor(key, "HTTP door: cannot listen on " + hostport + ": address in use", err)) return -1;
+  std::string host;
+  int port;
+  proc::ParseHostPort(hostport, &host, &port);
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) {
+    *err = "HTTP door: cannot resolve " + host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // never SO_REUSEPORT
+  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    int e = errno;
+    *err = "HTTP door: cannot listen on " + hostport + ": " +
+           (e == EADDRINUSE ? std::string("address in use (another process listens there)")
+                            : std::string(std::strerror(e)));
+    if (fd >= 0) close(fd);
+    freeaddrinfo(res);
+    return -1;
+  }
+  freeaddrinfo(res);
+  return fd;
 }
 
 void StopHttp(void* p) {

@@ -216,6 +216,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
   cache::Ctx ctx(a, self->slot);
+  OwnerBump(self->heartbeat_ms, WallMs());  // alive from the start (/health), not from the first tick
   event_base* base = event_base_new();
   WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank, event_fd};
   WorkerState ws{base, &hooks, nullptr, pt, self};

@@ -1,0 +1,379 @@
+# perfcached — start-up that refuses what it cannot do, loudly (issue 12, part 0).
+# Copyright (c) 2026 the perfcached authors.
+"""A second daemon on any door of a running one (RESP port, HTTP door, MI
+FIFO, MI datagram socket) exits non-zero and says why, and the first one
+keeps serving on all of its doors. Started in the background (no -D), every
+failure before serving exits non-zero with the reason on stderr, and the pid
+file's directory is made. Real daemons on loopback; every process is stopped
+by PID and every wait is bounded."""
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+
+import redis  # Debian's python3-redis
+
+from harness import BIN, Daemon, free_port, mi_datagram_raw, mi_fifo_raw, wait_port
+
+NOBODY = 65534
+
+
+def mi_request(method, params=None):
+    req = {"jsonrpc": "2.0", "method": method, "id": 1}
+    if params is not None:
+        req["params"] = params
+    return json.dumps(req).encode()
+
+
+def pids_with_arg(marker):
+    """PIDs of processes whose command line holds `marker` (a test's unique
+    temp dir): how a test finds a daemon that detached."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if marker.encode() in f.read():
+                    out.append(int(d))
+        except OSError:
+            pass
+    return sorted(out)
+
+
+def wait_gone(pid, timeout=15.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # our own child: reap it
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def kill_marked(marker):
+    """Stop (by PID) every process started with `marker` in its arguments."""
+    for pid in pids_with_arg(marker):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for pid in pids_with_arg(marker):
+        if not wait_gone(pid, 10):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class SecondDaemon(unittest.TestCase):
+    """A running daemon with all four doors; a second one tries each."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.http_port = free_port()
+        cls.d = Daemon(workers=2, overrides=["listen.http=127.0.0.1:%d" % cls.http_port])
+        cls.dgram = os.path.join(cls.d.workdir, "mi.sock")
+        cls.fifo_ino = os.stat(cls.d.fifo).st_ino
+        cls.dgram_ino = os.stat(cls.dgram).st_ino
+        cls.other = tempfile.mkdtemp(prefix="perfcached-test-second-")
+
+    @classmethod
+    def tearDownClass(cls):
+        kill_marked(cls.other)
+        rc = cls.d.stop()
+        shutil.rmtree(cls.other, ignore_errors=True)
+        assert rc == 0, "first daemon exit code %r" % rc
+
+    def second(self, **door):
+        """Start a second daemon whose doors are its own except `door`;
+        returns (exit code, stderr), or fails when it keeps running."""
+        own = {
+            "listen.resp": "127.0.0.1:%d" % free_port(),
+            "listen.http": "",
+            "mi.fifo_name": os.path.join(self.other, "fifo"),
+            "mi.datagram": os.path.join(self.other, "mi.sock"),
+        }
+        own.update(door)
+        args = [BIN, "-D", "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off",
+                "-o", "daemon.workers=1", "-o", "mi.reply_dir=%s/" % self.other]
+        for k, v in own.items():
+            args += ["-o", "%s=%s" % (k, v)]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = p.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()  # the supervisor, by PID; its children follow (PR_SET_PDEATHSIG)
+            p.communicate(timeout=10)
+            kill_marked(self.other)
+            self.fail("the second daemon kept running on a door of the first")
+        return p.returncode, err
+
+    def assertFirstServes(self):
+        d = self.d
+        # Its FIFO and datagram socket are still the ones it made, and answer.
+        self.assertEqual(os.stat(d.fifo).st_ino, self.fifo_ino, "the FIFO was replaced")
+        self.assertEqual(os.stat(self.dgram).st_ino, self.dgram_ino, "the datagram socket was replaced")
+        r = mi_fifo_raw(d.fifo, d.workdir, mi_request("uptime"))
+        self.assertIn(b'"Up time"', r)
+        r = mi_datagram_raw(self.dgram, mi_request("uptime"), d.workdir)
+        self.assertIn(b'"Up time"', r)
+        with socket.create_connection(("127.0.0.1", self.http_port), timeout=5) as s:
+            s.sendall(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.http_port)
+            resp = s.recv(4096)
+            self.assertIn(b"200", resp.split(b"\r\n")[0], resp)
+        # Every fresh connection lands on this daemon (no kernel split).
+        c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=5)
+        c.set("startup-probe", "first")
+        for _ in range(40):
+            c2 = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=5)
+            self.assertEqual(c2.get("startup-probe"), b"first")
+            c2.close()
+
+    def test_same_resp_port(self):
+        rc, err = self.second(**{"listen.resp": "127.0.0.1:%d" % self.d.port})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("cannot listen on 127.0.0.1:%d: address in use" % self.d.port, err)
+        self.assertIn("another perfcached (pid %d)" % self.d.pid, err)
+        self.assertFirstServes()
+
+    def test_same_resp_port_other_spelling(self):
+        # localhost and 0.0.0.0 are the same port: the claim (localhost) or
+        # the probe (the wildcard) refuses them.
+        rc, err = self.second(**{"listen.resp": "localhost:%d" % self.d.port})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("address in use", err)
+        rc, err = self.second(**{"listen.resp": "0.0.0.0:%d" % self.d.port, "listen.resp_allow": "127.0.0.1"})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("address in use", err)
+        self.assertFirstServes()
+
+    def test_same_fifo(self):
+        rc, err = self.second(**{"mi.fifo_name": self.d.fifo})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("MI FIFO %s: another perfcached (pid %d) serves it" % (self.d.fifo, self.d.pid), err)
+        self.assertFirstServes()
+
+    def test_same_datagram_socket(self):
+        rc, err = self.second(**{"mi.datagram": self.dgram})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("MI datagram socket %s: another perfcached (pid %d) serves it" % (self.dgram, self.d.pid),
+                      err)
+        self.assertFirstServes()
+
+    def test_same_http_port(self):
+        rc, err = self.second(**{"listen.http": "127.0.0.1:%d" % self.http_port})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("HTTP door: cannot listen on 127.0.0.1:%d: address in use" % self.http_port, err)
+        self.assertFirstServes()
+
+    def test_refused_daemon_leaves_no_paths(self):
+        # It made its own FIFO before the datagram socket was refused: it
+        # removes what it made, and nothing of the first daemon's.
+        rc, err = self.second(**{"mi.datagram": self.dgram})
+        self.assertEqual(rc, 1, err)
+        self.assertFalse(os.path.exists(os.path.join(self.other, "fifo")))
+        self.assertFirstServes()
+
+
+class ForeignOwners(unittest.TestCase):
+    """Doors held by something that is not a perfcached with a claim."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="perfcached-test-foreign-")
+
+    def tearDown(self):
+        kill_marked(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_fg(self, *overrides):
+        args = [BIN, "-D", "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off", "-o", "daemon.workers=1",
+                "-o", "listen.resp=127.0.0.1:%d" % free_port(),
+                "-o", "mi.fifo_name=%s/fifo" % self.dir, "-o", "mi.reply_dir=%s/" % self.dir,
+                "-o", "mi.datagram=%s/mi.sock" % self.dir]
+        for o in overrides:
+            args += ["-o", o]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = p.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate(timeout=10)
+            self.fail("perfcached kept running without a configured door")
+        return p.returncode, err
+
+    def test_fifo_read_by_another_process(self):
+        path = os.path.join(self.dir, "fifo")
+        os.mkfifo(path, 0o600)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # somebody else serves it
+        try:
+            rc, err = self.run_fg()
+            ino = os.stat(path).st_ino
+        finally:
+            os.close(fd)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("another process reads this FIFO", err)
+        self.assertTrue(stat.S_ISFIFO(os.stat(path).st_mode))
+        self.assertEqual(os.stat(path).st_ino, ino)
+
+    def test_datagram_bound_by_another_process(self):
+        path = os.path.join(self.dir, "mi.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.bind(path)
+        try:
+            rc, err = self.run_fg()
+        finally:
+            s.close()
+        self.assertEqual(rc, 1, err)
+        self.assertIn("another process is bound to this socket", err)
+        self.assertTrue(os.path.exists(path), "the other process's socket was removed")
+
+    def test_http_port_taken_is_fatal_in_the_foreground(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        try:
+            rc, err = self.run_fg("listen.http=127.0.0.1:%d" % port)
+        finally:
+            s.close()
+        self.assertEqual(rc, 1, err)
+        self.assertIn("HTTP door: cannot listen on 127.0.0.1:%d: address in use" % port, err)
+
+    def test_regular_file_at_fifo_path_is_kept(self):
+        path = os.path.join(self.dir, "fifo")
+        with open(path, "w") as f:
+            f.write("operator's notes\n")
+        rc, err = self.run_fg()
+        self.assertEqual(rc, 1, err)
+        self.assertIn("the path exists and is not a FIFO", err)
+        with open(path) as f:
+            self.assertEqual(f.read(), "operator's notes\n")
+
+
+class Background(unittest.TestCase):
+    """Without -D: the starting process exits when the daemon serves (0) or
+    failed (1, with the reason on stderr) — with no syslog to read."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="perfcached-test-bg-")
+        os.chmod(self.dir, 0o755)
+        self.port = free_port()
+        self.pid_file = os.path.join(self.dir, "run", "sub", "perfcached.pid")  # directories missing
+
+    def tearDown(self):
+        kill_marked(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def args(self, *overrides):
+        a = [BIN, "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off", "-o", "daemon.workers=2",
+             "-o", "listen.resp=127.0.0.1:%d" % self.port, "-o", "daemon.pid_file=%s" % self.pid_file,
+             "-o", "mi.fifo_name=%s/fifo" % self.dir, "-o", "mi.reply_dir=%s/" % self.dir,
+             "-o", "mi.datagram=%s/mi.sock" % self.dir]
+        for o in overrides:
+            a += ["-o", o]
+        return a
+
+    def start(self, *overrides, **kw):
+        # communicate() returns only when every process let go of stderr.
+        return subprocess.run(self.args(*overrides), capture_output=True, text=True, timeout=30, **kw)
+
+    def test_starts_and_writes_pid_file_in_a_missing_directory(self):
+        p = self.start()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("perfcached ready", p.stderr)  # said where it was started, too
+        self.assertTrue(os.path.exists(self.pid_file), "no pid file: " + p.stderr)
+        with open(self.pid_file) as f:
+            pid = int(f.read())
+        self.assertEqual(pids_with_arg(self.dir)[0], pid)  # the supervisor, not a parent that left
+        self.assertTrue(wait_port(self.port, timeout=5))
+        r = mi_fifo_raw(os.path.join(self.dir, "fifo"), self.dir, mi_request("uptime"))
+        self.assertIn(b'"Up time"', r)
+        os.kill(pid, signal.SIGTERM)
+        self.assertTrue(wait_gone(pid))
+        for path in (self.pid_file, os.path.join(self.dir, "fifo"), os.path.join(self.dir, "mi.sock")):
+            self.assertFalse(os.path.exists(path), path + " left behind")
+
+    def test_port_taken(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", self.port))
+        s.listen(1)
+        try:
+            p = self.start()
+        finally:
+            s.close()
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot listen on 127.0.0.1:%d: address in use" % self.port, p.stderr)
+        self.assertEqual(pids_with_arg(self.dir), [])
+        self.assertFalse(os.path.exists(self.pid_file))
+
+    def test_second_daemon_in_the_background(self):
+        p = self.start()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.pid_file) as f:
+            pid = int(f.read())
+        fifo = os.path.join(self.dir, "fifo")
+        ino = os.stat(fifo).st_ino
+        # Same doors, same pid file: refused, and the first keeps all of them.
+        q = self.start()
+        self.assertEqual(q.returncode, 1, q.stderr)
+        self.assertIn("another perfcached (pid %d)" % pid, q.stderr)
+        with open(self.pid_file) as f:
+            self.assertEqual(int(f.read()), pid)
+        self.assertEqual(os.stat(fifo).st_ino, ino)
+        self.assertIn(b'"Up time"', mi_fifo_raw(fifo, self.dir, mi_request("uptime")))
+        self.assertEqual(pids_with_arg(self.dir)[0], pid)
+
+    def test_http_door_that_cannot_open(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        hp = s.getsockname()[1]
+        try:
+            p = self.start("listen.http=127.0.0.1:%d" % hp)
+        finally:
+            s.close()
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("HTTP door: cannot listen on 127.0.0.1:%d" % hp, p.stderr)
+        self.assertNotIn("perfcached ready", p.stderr)
+        self.assertEqual(pids_with_arg(self.dir), [])
+        # What it made before the HTTP door failed is gone again.
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "fifo")))
+        self.assertFalse(os.path.exists(self.pid_file))
+
+    def drop_to_nobody(self):
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    def test_not_root(self):
+        # As an ordinary user: a FIFO directory only root may write, and a
+        # fifo_user only root may give the FIFO to.
+        p = self.start(preexec_fn=self.drop_to_nobody)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("MI FIFO: mkfifo %s/fifo: Permission denied" % self.dir, p.stderr)
+        mine = os.path.join(self.dir, "nobody")
+        os.mkdir(mine)
+        os.chown(mine, NOBODY, NOBODY)
+        p = subprocess.run(self.args("mi.fifo_name=%s/fifo" % mine, "mi.datagram=", "mi.fifo_user=root",
+                                     "daemon.pid_file=%s/p.pid" % mine),
+                           capture_output=True, text=True, timeout=30, preexec_fn=self.drop_to_nobody)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("only root can change a file's owner", p.stderr)
+        self.assertEqual(pids_with_arg(self.dir), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -375,5 +375,65 @@ class Background(unittest.TestCase):
         self.assertEqual(pids_with_arg(self.dir), [])
 
 
+class CheckMode(unittest.TestCase):
+    """perfcached -C catches what start-up would trip on."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="perfcached-test-check-")
+        self.conf = os.path.join(self.dir, "perfcached.conf")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def check(self, text=None, *overrides):
+        args = [BIN, "-C"]
+        if text is not None:
+            with open(self.conf, "w") as f:
+                f.write(text)
+            args += ["-f", self.conf]
+        for o in overrides:
+            args += ["-o", o]
+        return subprocess.run(args, capture_output=True, text=True, timeout=20)
+
+    def test_misspelt_collection_override(self):
+        p = self.check("[collection sessions]\nbuckets = 1024\n", "collection.sesions.buckets=4096")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("-o collection.sesions.buckets: no collection 'sesions' (collections: sessions)", p.stderr)
+        p = self.check(None, "collection.sessions.expired_events=yes")  # the defaults have 0..15
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("no collection 'sessions' (collections: 0, 1, 2", p.stderr)
+
+    def test_override_keeps_the_default_databases(self):
+        p = self.check(None, "collection.0.expired_events=yes")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("16 collection(s): 0 (expired_events) 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15\n", p.stdout)
+
+    def test_repeated_key(self):
+        p = self.check("[daemon]\nworkers = 2\n\n[memory]\narena_mb = 64\n[daemon]\nworkers = 3\n")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("%s:7: 'workers' is set twice in [daemon] (first at %s:2): remove one" % (self.conf, self.conf),
+                      p.stderr)
+        # List keys add up (several AUTH secrets rotate, CIDRs accumulate).
+        p = self.check("[listen]\nresp_allow = 10.0.0.0/8\nresp_allow = 10.1.0.0/16\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # A -o given twice: the last wins and -C says so.
+        p = self.check(None, "memory.arena_mb=32", "memory.arena_mb=64")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("note: -o memory.arena_mb is given twice: the last value is used", p.stdout)
+        self.assertIn("arena 64 MiB", p.stdout)
+
+    def test_listen_errors_name_their_line(self):
+        p = self.check("[listen]\nresp_allow = 10.0.0.0/8\nresp_allow = 10.0.0.300\nresp_allow = 10.2.0.0/16\n")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("%s:3: [listen] resp_allow: expected an address or CIDR" % self.conf, p.stderr)
+        p = self.check("[collection a]\n[listen]\nresp_collections = 0:a\nresp_collections = 1:b\n"
+                       "resp_collections = 2:a\n")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("%s:4: [listen] resp_collections: '1:b' names no declared collection" % self.conf, p.stderr)
+        p = self.check("[listen]\nresp = 127.0.0.1:7000\nhttp = 127.0.0.1:7000\n")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("%s:3: [listen] http = 127.0.0.1:7000 is the RESP door's address" % self.conf, p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

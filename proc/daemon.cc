@@ -502,6 +502,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
 
   auto spawn = [&](uint32_t i) -> bool {
     ProcEntry& e = pt->e[i];
+    e.heartbeat_ms.store(WallMs());  // a restarted child is not "stalled" by its predecessor's last beat
     pid_t p = fork();
     if (p < 0) {
       LOG_ERR("fork: %s", std::strerror(errno));
@@ -559,6 +560,43 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     StdioToDevNull();
   }
 
+  // Watched every tick: stalled children, a full arena (rate-limited).
+  std::vector<int64_t> stalled_since(pt->count, 0);
+  uint64_t nomem_seen = a->hdr()->nomem_events.load(std::memory_order_relaxed);
+  int64_t nomem_logged = 0;
+  auto watch = [&](int64_t now) {
+    int64_t wall = WallMs();
+    for (uint32_t i = 1; i < pt->count; ++i) {
+      const ProcEntry& e = pt->e[i];
+      Role role = static_cast<Role>(e.role.load());
+      if ((role != Role::kWorker && role != Role::kTimer) || e.pid.load() <= 0) {
+        stalled_since[i] = 0;
+        continue;
+      }
+      int64_t hb = e.heartbeat_ms.load(std::memory_order_relaxed);
+      if (hb == 0) continue;  // not started yet
+      if (wall - hb > 3000 && stalled_since[i] == 0) {
+        stalled_since[i] = hb;
+        LOG_WARN("%s rank %d (pid %d) is stalled: no heartbeat for %lld ms (%s)", RoleName(role), e.rank,
+                 e.pid.load(), static_cast<long long>(wall - hb),
+                 role == Role::kWorker ? "its clients wait; /health answers 503" : "no growth, expiry or repair");
+      } else if (wall - hb <= 3000 && stalled_since[i] != 0) {
+        LOG_NOTICE("%s rank %d (pid %d) beats again after %lld ms", RoleName(role), e.rank, e.pid.load(),
+                   static_cast<long long>(hb - stalled_since[i]));
+        stalled_since[i] = 0;
+      }
+    }
+    uint64_t nm = a->hdr()->nomem_events.load(std::memory_order_relaxed);
+    if (nm != nomem_seen && (nomem_logged == 0 || now - nomem_logged >= 60000)) {
+      LOG_WARN("arena full: %llu allocation(s) refused %s (writes answered -OOM); raise [memory] "
+               "arena_cap_mb, or set maxmemory with an eviction policy (logged at most once a minute)",
+               static_cast<unsigned long long>(nm - nomem_seen),
+               nomem_logged == 0 ? "so far" : "in the last minute");
+      nomem_seen = nm;
+      nomem_logged = now;
+    }
+  };
+
   // Crash-loop control per entry: restarts within the last 30 s.
   std::vector<std::vector<int64_t>> recent(pt->count);
   std::vector<int64_t> restart_at(pt->count, 0);
@@ -582,6 +620,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       LOG_NOTICE("SIGHUP: logs reopened");
     }
     ServeDoorClaims();  // a refused second daemon asks who holds a door
+    if (!stopping) watch(now);
     // Reap.
     for (;;) {
       int st;

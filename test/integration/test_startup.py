@@ -375,6 +375,84 @@ class Background(unittest.TestCase):
         self.assertEqual(pids_with_arg(self.dir), [])
 
 
+class Logs(unittest.TestCase):
+    """What an operator reads: where each door listens, the MI process by
+    its name, a stalled worker, a full arena (once a minute at most)."""
+
+    def wait_log(self, d, text, timeout=10.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in d.read_log():
+                return True
+            time.sleep(0.1)
+        return False
+
+    def test_doors_logged_and_mi_process_named(self):
+        hp = free_port()
+        d = Daemon(workers=2, overrides=["listen.http=127.0.0.1:%d" % hp])
+        try:
+            log = d.read_log()
+            self.assertIn("notice: RESP door listening on 127.0.0.1:%d" % d.port, log)
+            self.assertIn("notice: MI FIFO listening on %s" % d.fifo, log)
+            self.assertIn("notice: MI datagram socket listening on %s/mi.sock" % d.workdir, log)
+            self.assertIn("notice: HTTP door listening on http://127.0.0.1:%d/" % hp, log)
+            # The MI process dies: named as such, restarted, serving the same FIFO.
+            mi = [k for k in subprocess.run(["pgrep", "-P", str(d.pid)], capture_output=True, text=True,
+                                            timeout=5).stdout.split()
+                  if open("/proc/%s/comm" % k).read().strip() == "pc-mi"]
+            self.assertEqual(len(mi), 1)
+            ino = os.stat(d.fifo).st_ino
+            os.kill(int(mi[0]), signal.SIGKILL)
+            self.assertTrue(self.wait_log(d, "MI process (rank -2, pid %s) killed by signal 9" % mi[0]), d.read_log())
+            self.assertTrue(self.wait_log(d, "MI process rank -2 restarted"), d.read_log())
+            self.assertNotIn("module process", d.read_log())
+            self.assertEqual(os.stat(d.fifo).st_ino, ino)
+            self.assertIn(b'"Up time"', mi_fifo_raw(d.fifo, d.workdir, mi_request("uptime")))
+        finally:
+            self.assertEqual(d.stop(), 0)
+        self.assertFalse(os.path.exists(d.fifo), "the FIFO outlived the daemon")
+
+    def test_stalled_worker(self):
+        d = Daemon(workers=2)
+        try:
+            w = d.worker_pids()[0]
+            os.kill(w, signal.SIGSTOP)
+            try:
+                self.assertTrue(self.wait_log(d, "(pid %d) is stalled: no heartbeat for" % w), d.read_log())
+            finally:
+                os.kill(w, signal.SIGCONT)
+            self.assertTrue(self.wait_log(d, "(pid %d) beats again after" % w), d.read_log())
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_full_arena_logged_once_a_minute(self):
+        d = Daemon(workers=1, arena_mb=16, overrides=["daemon.databases=1"])
+        try:
+            c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=10)
+            big = b"x" * (256 << 10)
+            refused = 0
+            for i in range(400):  # 100 MiB at most: the 16 MiB arena refuses long before
+                try:
+                    c.set("big%d" % i, big)
+                except redis.exceptions.ResponseError as e:
+                    self.assertIn("OOM", str(e))
+                    refused += 1
+                    if refused >= 20:
+                        break
+            self.assertGreaterEqual(refused, 20)
+            self.assertTrue(self.wait_log(d, "arena full:"), d.read_log())
+            time.sleep(0.5)
+            for i in range(20):  # a second burst within the minute: not logged again
+                try:
+                    c.set("more%d" % i, big)
+                except redis.exceptions.ResponseError:
+                    pass
+            time.sleep(0.5)
+            self.assertEqual(d.read_log().count("arena full:"), 1, d.read_log())
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class CheckMode(unittest.TestCase):
     """perfcached -C catches what start-up would trip on."""
 

@@ -74,6 +74,29 @@ int BindListener(const std::string& hostport, std::string* err) {
   return fd;
 }
 
+// The arena's tier note in words for the start-up log: the ladder's errno
+// texts ("Bad address" is MADV_POPULATE_WRITE's EFAULT when the hugetlb
+// pool has no page to give) say nothing to an operator. mem/ keeps the raw
+// note (MI arena_info, INFO, MEMORY DOCTOR show it).
+std::string ExplainTierNote(std::string note) {
+  static const struct {
+    const char* raw;
+    const char* words;
+  } kWords[] = {
+      {"hugetlb: no free huge page (Bad address)",
+       "hugetlb: the pool had no free 2 MiB page (vm.nr_hugepages and vm.nr_overcommit_hugepages are used up or 0)"},
+      {"hugetlb: mmap refused (Cannot allocate memory)",
+       "hugetlb: no 2 MiB pages can be had (vm.nr_hugepages = vm.nr_overcommit_hugepages = 0, or memory is short)"},
+      {"thp: shmem_enabled does not allow it",
+       "thp: /sys/kernel/mm/transparent_hugepage/shmem_enabled is not 'advise' or 'always'"},
+  };
+  for (const auto& w : kWords) {
+    size_t at = note.find(w.raw);
+    if (at != std::string::npos) note.replace(at, std::strlen(w.raw), w.words);
+  }
+  return note;
+}
+
 void RaiseFdLimit(int want) {
   rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
@@ -414,7 +437,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     ~ArenaGuard() { mem::Arena::Destroy(a); }
   } arena_guard{a};
   LOG_NOTICE("arena: %d MiB committed, cap %zu MiB, tier %s (%s)", cfg.arena_mb,
-             a->cap_bytes() >> 20, mem::TierName(a->tier()), a->tier_note());
+             a->cap_bytes() >> 20, mem::TierName(a->tier()), ExplainTierNote(a->tier_note()).c_str());
   uint64_t seed = 0;
   if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
   (void)cache::InitCatalog(*a, seed);

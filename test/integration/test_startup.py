@@ -412,6 +412,18 @@ class Logs(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
         self.assertFalse(os.path.exists(d.fifo), "the FIFO outlived the daemon")
 
+    def test_hugetlb_failure_in_words(self):
+        d = Daemon(workers=1, arena_mb=32, overrides=["memory.hugepages=auto"])
+        try:
+            log = d.read_log()
+        finally:
+            self.assertEqual(d.stop(), 0)
+        line = [l for l in log.splitlines() if "notice: arena:" in l][0]
+        self.assertNotIn("Bad address", line)
+        self.assertNotIn("Cannot allocate memory", line)
+        if "tier hugetlb" not in line:  # this machine's pool had no page to give
+            self.assertRegex(line, r"hugetlb: (the pool had no free 2 MiB page|no 2 MiB pages can be had)")
+
     def test_stalled_worker(self):
         d = Daemon(workers=2)
         try:

@@ -14,10 +14,11 @@
 #include "proc/daemon.h"
 #include "proc/log.h"
 #include "proc/secret.h"
+#include "proc/version.h"
 
 namespace {
 
-constexpr char kVersion[] = "perfcached 0.1.0";
+const std::string kVersion = std::string("perfcached ") + proc::kVersion;
 
 void Usage(FILE* f) {
   std::fprintf(f,
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (std::strcmp(argv[i], "--version") == 0) {
-      std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+      std::printf("%s (built %s %s, g++ %s)\n", kVersion.c_str(), __DATE__, __TIME__, __VERSION__);
       return 0;
     }
     if (std::strcmp(argv[i], "--list-commands") == 0) {  // the RESP dispatch table (test/diff)
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
       case 'E': dump = true; break;
       case 'D': foreground = true; break;
       case 'V':
-        std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+        std::printf("%s (built %s %s, g++ %s)\n", kVersion.c_str(), __DATE__, __TIME__, __VERSION__);
         return 0;
       case 'h': Usage(stdout); return 0;
       default: Usage(stderr); return 1;

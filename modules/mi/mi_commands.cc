@@ -18,6 +18,7 @@
 #include "mem/slab.h"
 #include "proc/events.h"
 #include "proc/log.h"
+#include "proc/version.h"
 
 namespace modules::mi_door {
 namespace {
@@ -217,7 +218,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
     return mi::MiResult(Json{{"Help", c->help}, {"Exported by", c->module}});
   });
   Add(r, "core", "version", "server version", {{}}, [](const Params&) {
-    return mi::MiResult(Json{{"Server", "perfcached 0.1.0 (x86_64/linux)"}});
+    return mi::MiResult(Json{{"Server", std::string("perfcached ") + proc::kVersion + " (x86_64/linux)"}});
   });
   Add(r, "core", "uptime", "start time and uptime", {{}}, [e](const Params&) {
     time_t now = time(nullptr);

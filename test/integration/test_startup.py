@@ -424,13 +424,30 @@ class Logs(unittest.TestCase):
         if "tier hugetlb" not in line:  # this machine's pool had no page to give
             self.assertRegex(line, r"hugetlb: (the pool had no free 2 MiB page|no 2 MiB pages can be had)")
 
+    def healthy_gauge(self, port):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+            body = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+        for line in body.decode().splitlines():
+            if line.startswith("perfcached_healthy "):
+                return float(line.split()[1])
+        self.fail("no perfcached_healthy in /metrics")
+
     def test_stalled_worker(self):
-        d = Daemon(workers=2)
+        hp = free_port()
+        d = Daemon(workers=2, overrides=["listen.http=127.0.0.1:%d" % hp])
         try:
+            self.assertEqual(self.healthy_gauge(hp), 1)
             w = d.worker_pids()[0]
             os.kill(w, signal.SIGSTOP)
             try:
                 self.assertTrue(self.wait_log(d, "(pid %d) is stalled: no heartbeat for" % w), d.read_log())
+                self.assertEqual(self.healthy_gauge(hp), 0)  # what an alert rule watches
             finally:
                 os.kill(w, signal.SIGCONT)
             self.assertTrue(self.wait_log(d, "(pid %d) beats again after" % w), d.read_log())

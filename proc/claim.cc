@@ -58,6 +58,7 @@ int HolderPid(const sockaddr_un& sa, socklen_t len) {
 }  // namespace
 
 bool ClaimDoor(const std::string& key, const std::string& what, std::string* err) {
+  if (key.empty()) return true;  // nothing to claim (TcpDoorKey of port 0)
   sockaddr_un sa;
   socklen_t len = ClaimAddr(key, &sa);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -106,7 +107,8 @@ bool TcpDoorKey(const std::string& hostport, std::string* key, std::string* err)
     std::snprintf(num, sizeof num, "%s", host.c_str());
   }
   freeaddrinfo(res);
-  *key = "tcp:" + std::string(num) + ":" + std::to_string(port);
+  // Port 0 (any free port) is nobody's to claim: each bind gets its own.
+  *key = port == 0 ? std::string() : "tcp:" + std::string(num) + ":" + std::to_string(port);
   return true;
 }
 

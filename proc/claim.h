@@ -31,8 +31,9 @@ namespace proc {
 // perfcached (pid N) serves it".
 bool ClaimDoor(const std::string& key, const std::string& what, std::string* err);
 
-// The canonical key of a TCP listener (numeric address:port) and of a path
-// (its directory resolved, which must exist).
+// The canonical key of a TCP listener (numeric address:port; empty for
+// port 0, which ClaimDoor takes as nothing to claim) and of a path (its
+// directory resolved, which must exist).
 bool TcpDoorKey(const std::string& hostport, std::string* key, std::string* err);
 std::string PathDoorKey(const std::string& path);
 

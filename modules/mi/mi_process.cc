@@ -2,9 +2,15 @@
 // and the UNIX datagram transport (mi_datagram), served by one process.
 // Copyright (c) 2026 the perfcached authors.
 //
-// FIFO (../shared/reference/opensips-mi.md §1.1): the process makes the
-// FIFO (mkfifo + chmod), opens it for reading and keeps its own write end
-// open so that clients opening and closing it never cause EOF. Each wake-up
+// Every door is claimed and opened by the supervisor before it forks
+// (OpenMiDoors, proc/claim.h): a door that cannot open stops start-up, a
+// path another daemon serves is never taken over, and the supervisor
+// removes the paths when the daemon stops (CloseMiDoors); the MI process,
+// and a restart of it, serves the descriptors it inherits.
+//
+// FIFO (../shared/reference/opensips-mi.md §1.1): made with mkfifo at
+// exactly fifo_mode, opened for reading, with a write end kept open so
+// that clients opening and closing it never cause EOF. Each wake-up
 // does one read of at most 4096 bytes minus what is buffered; every
 // complete ":reply_name:{json}" frame in the buffer is served in order. A
 // reply goes to reply_dir + reply_name: opened write-only and non-blocking

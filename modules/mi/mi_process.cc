@@ -525,9 +525,19 @@ void CloseMiDoors(const proc::Config& cfg) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
-  // Ours to remove: we hold their claims (a second daemon never got here).
-  if (g_doors.fifo_ours) unlink(cfg.mi_fifo.c_str());
-  if (g_doors.dgram_ours) unlink(cfg.mi_datagram.c_str());
+  // Ours to remove: we hold their claims (a second perfcached never got
+  // here). Our descriptors are closed and every child is gone, so if the
+  // path still has a reader, it is somebody else's (a program that does
+  // not claim, which replaced ours): left alone.
+  struct stat st;
+  if (g_doors.fifo_ours && lstat(cfg.mi_fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode) &&
+      !FifoServed(cfg.mi_fifo)) {
+    unlink(cfg.mi_fifo.c_str());
+  }
+  if (g_doors.dgram_ours && lstat(cfg.mi_datagram.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+      !DatagramServed(cfg.mi_datagram)) {
+    unlink(cfg.mi_datagram.c_str());
+  }
   g_doors.fifo_ours = g_doors.dgram_ours = false;
 }
 

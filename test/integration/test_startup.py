@@ -252,6 +252,32 @@ class ForeignOwners(unittest.TestCase):
         self.assertEqual(rc, 1, err)
         self.assertIn("HTTP door: cannot listen on 127.0.0.1:%d: address in use" % port, err)
 
+    def test_stopping_leaves_a_replaced_path_alone(self):
+        # A program that does not claim replaces the daemon's FIFO and socket
+        # while it runs: stopping the daemon removes neither of them.
+        d = Daemon(workers=1)
+        fd, s = None, None
+        try:
+            sock = os.path.join(d.workdir, "mi.sock")
+            os.unlink(d.fifo)
+            os.mkfifo(d.fifo, 0o600)
+            fd = os.open(d.fifo, os.O_RDONLY | os.O_NONBLOCK)
+            os.unlink(sock)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            s.bind(sock)
+        finally:
+            rc = d.stop()
+        try:
+            self.assertEqual(rc, 0)
+            self.assertTrue(os.path.exists(d.fifo), "the other program's FIFO was removed")
+            self.assertTrue(os.path.exists(sock), "the other program's socket was removed")
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if s is not None:
+                s.close()
+            shutil.rmtree(d.workdir, ignore_errors=True)
+
     def test_regular_file_at_fifo_path_is_kept(self):
         path = os.path.join(self.dir, "fifo")
         with open(path, "w") as f:

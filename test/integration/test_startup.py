@@ -259,6 +259,8 @@ class ForeignOwners(unittest.TestCase):
         fd, s = None, None
         try:
             sock = os.path.join(d.workdir, "mi.sock")
+            # The MI process serves (it checked its FIFO at start) before the swap.
+            self.assertIn(b'"Up time"', mi_fifo_raw(d.fifo, d.workdir, mi_request("uptime")))
             os.unlink(d.fifo)
             os.mkfifo(d.fifo, 0o600)
             fd = os.open(d.fifo, os.O_RDONLY | os.O_NONBLOCK)

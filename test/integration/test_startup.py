@@ -425,9 +425,12 @@ class Logs(unittest.TestCase):
             self.assertIn("notice: MI datagram socket listening on %s/mi.sock" % d.workdir, log)
             self.assertIn("notice: HTTP door listening on http://127.0.0.1:%d/" % hp, log)
             # The MI process dies: named as such, restarted, serving the same FIFO.
-            mi = [k for k in subprocess.run(["pgrep", "-P", str(d.pid)], capture_output=True, text=True,
-                                            timeout=5).stdout.split()
-                  if open("/proc/%s/comm" % k).read().strip() == "pc-mi"]
+            mi, deadline = [], time.time() + 5
+            while not mi and time.time() < deadline:  # named once it runs (prctl)
+                mi = [k for k in subprocess.run(["pgrep", "-P", str(d.pid)], capture_output=True, text=True,
+                                                timeout=5).stdout.split()
+                      if open("/proc/%s/comm" % k).read().strip() == "pc-mi"]
+                time.sleep(0.05)
             self.assertEqual(len(mi), 1)
             ino = os.stat(d.fifo).st_ino
             os.kill(int(mi[0]), signal.SIGKILL)

@@ -474,7 +474,11 @@ class Logs(unittest.TestCase):
         d = Daemon(workers=2, overrides=["listen.http=127.0.0.1:%d" % hp])
         try:
             self.assertEqual(self.healthy_gauge(hp), 1)
-            w = d.worker_pids()[0]
+            pids, deadline = [], time.time() + 5
+            while not pids and time.time() < deadline:  # named once they run (prctl)
+                pids = d.worker_pids()
+                time.sleep(0.05)
+            w = pids[0]
             os.kill(w, signal.SIGSTOP)
             try:
                 self.assertTrue(self.wait_log(d, "(pid %d) is stalled: no heartbeat for" % w), d.read_log())

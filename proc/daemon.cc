@@ -348,6 +348,10 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     ready_fd = Detach();
     if (ready_fd < 0) return 1;
   }
+  // A launcher that went away (Ctrl-C, a closed pipe on stderr) must not
+  // kill the daemon with SIGPIPE when it logs or says it serves; children
+  // inherit this (workers and the MI process ignore it anyway).
+  signal(SIGPIPE, SIG_IGN);
   LogInit(!o.foreground, lvl);
   LogAlsoStderr(!o.foreground);
   LogSetRole("supervisor");

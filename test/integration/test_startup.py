@@ -334,6 +334,20 @@ class Background(unittest.TestCase):
         for path in (self.pid_file, os.path.join(self.dir, "fifo"), os.path.join(self.dir, "mi.sock")):
             self.assertFalse(os.path.exists(path), path + " left behind")
 
+    def test_launcher_output_closed(self):
+        # Whoever reads the launcher's stderr goes away at once (a pager, a
+        # closed terminal): the daemon still starts (no SIGPIPE death).
+        r, w = os.pipe()
+        os.close(r)
+        p = subprocess.run(self.args(), stdout=subprocess.DEVNULL, stderr=w, timeout=30)
+        os.close(w)
+        self.assertEqual(p.returncode, 0)
+        self.assertTrue(wait_port(self.port, timeout=5))
+        with open(self.pid_file) as f:
+            pid = int(f.read())
+        os.kill(pid, signal.SIGTERM)
+        self.assertTrue(wait_gone(pid))
+
     def test_port_taken(self):
         s = socket.socket()
         s.bind(("127.0.0.1", self.port))

@@ -3,17 +3,16 @@
 #include "proc/claim.h"
 
 #include <fcntl.h>
-#include <limits.h>
 #include <netdb.h>
-#include <stdlib.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -22,78 +21,164 @@
 namespace proc {
 namespace {
 
-std::vector<int> g_claims;
+struct Held {
+  int fd;
+  std::string path;
+  dev_t dev;
+  ino_t ino;
+};
+std::vector<Held> g_claims;
 
-// The abstract address of a key; a key too long for sun_path is hashed
-// (FNV-1a 64): the name stays unique per door in practice.
-socklen_t ClaimAddr(const std::string& key, sockaddr_un* sa) {
-  std::memset(sa, 0, sizeof *sa);
-  sa->sun_family = AF_UNIX;
-  std::string name = "perfcached:" + key;
-  if (name.size() + 1 > sizeof sa->sun_path) {
-    uint64_t h = 14695981039346656037ull;
-    for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ull;
-    char hex[24];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-    name = "perfcached:" + key.substr(0, 60) + "#" + hex;
-  }
-  std::memcpy(sa->sun_path + 1, name.data(), name.size());  // sun_path[0] = 0: abstract
-  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+// The pid a holder wrote into its lock file, or 0 (not written yet, or
+// that process is gone).
+int HolderPid(int fd) {
+  char buf[32];
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char* end = nullptr;
+  long pid = std::strtol(buf, &end, 10);
+  if (end == buf || pid <= 0 || pid > 0x3fffffff) return 0;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return 0;
+  return static_cast<int>(pid);
 }
 
-// The pid holding a claim, or 0 when it cannot be learned.
-int HolderPid(const sockaddr_un& sa, socklen_t len) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  int pid = 0;
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&sa), len) == 0) {
-    ucred cr{};
-    socklen_t cl = sizeof cr;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) pid = cr.pid;
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool MakeDirs(const std::string& dir, std::string* err) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    std::string part = dir.substr(0, i);
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      *err = "cannot create directory " + part + ": " + std::strerror(errno);
+      return false;
+    }
   }
-  close(fd);
-  return pid;
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *err = dir + " is not a directory";
+    return false;
+  }
+  return true;
+}
+
+std::string NotOurs(const std::string& lock, uid_t owner) {
+  return "belongs to uid " + std::to_string(owner) + ", not to this user (uid " + std::to_string(geteuid()) +
+         "): not using it, it is not this user's perfcached (another user can make files in " + DirOf(lock) +
+         ": choose a directory only this user can write)";
+}
+
+enum class Lock { kHeld, kBusy, kError };
+
+// Locks `lock` (made if missing). kBusy with *pid = the holder's (0 when
+// unknown); kError with *why.
+Lock TakeLock(const std::string& lock, int* pid, std::string* why) {
+  *pid = 0;
+  // The holder removes its file as it stops: a file we locked but that no
+  // longer is at `lock` is given up and the path opened again (bounded).
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    // Opened first without O_CREAT: fs.protected_regular refuses O_CREAT
+    // on another user's file in a sticky directory, and we want to name
+    // that user, not say "Permission denied".
+    const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    int fd = open(lock.c_str(), flags);
+    if (fd < 0 && errno == ENOENT) {
+      fd = open(lock.c_str(), flags | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 && errno == EEXIST) continue;  // made meanwhile: open that one
+    }
+    struct stat st;
+    if (fd < 0) {
+      int e = errno;
+      if (e == EACCES && lstat(lock.c_str(), &st) == 0 && st.st_uid != geteuid()) {
+        *why = NotOurs(lock, st.st_uid);
+      } else {
+        *why = e == ELOOP ? std::string("is a symbolic link: not following it") : std::strerror(e);
+      }
+      return Lock::kError;
+    }
+    if (fstat(fd, &st) != 0) {
+      *why = std::strerror(errno);
+      close(fd);
+      return Lock::kError;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      *why = "is not a regular file: remove it";
+      close(fd);
+      return Lock::kError;
+    }
+    if (st.st_uid != geteuid()) {
+      // Another user made it (a world-writable directory): whoever it is,
+      // it is not this user's perfcached, and its lock proves nothing.
+      *why = NotOurs(lock, st.st_uid);
+      close(fd);
+      return Lock::kError;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int e = errno;
+      if (e == EWOULDBLOCK) *pid = HolderPid(fd);
+      else *why = std::string("flock: ") + std::strerror(e);
+      close(fd);
+      return e == EWOULDBLOCK ? Lock::kBusy : Lock::kError;
+    }
+    struct stat now;
+    if (lstat(lock.c_str(), &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+      close(fd);  // its holder removed it as it stopped: take the new one
+      continue;
+    }
+    if (st.st_mode & 077) (void)fchmod(fd, 0600);
+    std::string me = std::to_string(getpid()) + "\n";
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+      *why = std::string("cannot write our pid: ") + std::strerror(errno);
+      close(fd);
+      return Lock::kError;
+    }
+    g_claims.push_back({fd, lock, st.st_dev, st.st_ino});
+    return Lock::kHeld;
+  }
+  *why = "was removed and made again 8 times in a row: giving up";
+  return Lock::kError;
+}
+
+std::string Busy(int pid) {
+  return "another perfcached " + (pid > 0 ? "(pid " + std::to_string(pid) + ") " : std::string()) + "serves it";
 }
 
 }  // namespace
 
-bool ClaimDoor(const std::string& key, const std::string& what, std::string* err) {
-  if (key.empty()) return true;  // nothing to claim (TcpDoorKey of port 0)
-  sockaddr_un sa;
-  socklen_t len = ClaimAddr(key, &sa);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *err = what + ": cannot make a claim socket: " + std::strerror(errno);
-    return false;
-  }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
-    int e = errno;
-    close(fd);
-    if (e == EADDRINUSE) {
-      int pid = HolderPid(sa, len);
-      *err = what + ": another perfcached " +
-             (pid > 0 ? "(pid " + std::to_string(pid) + ") " : std::string()) + "serves it";
-    } else {
-      *err = what + ": cannot claim it: " + std::strerror(e);
-    }
-    return false;
-  }
-  if (listen(fd, 16) != 0) {
-    *err = what + ": cannot claim it: " + std::strerror(errno);
-    close(fd);
-    return false;
-  }
-  g_claims.push_back(fd);
-  return true;
+std::string RunDir(const Config& cfg) {
+  return cfg.pid_file.empty() ? std::string("/run/perfcached") : DirOf(cfg.pid_file);
 }
 
-bool TcpDoorKey(const std::string& hostport, std::string* key, std::string* err) {
+bool ClaimPath(const std::string& path, const std::string& what, std::string* err) {
+  size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string lock = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." + base + ".lock";
+  int pid;
+  std::string why;
+  switch (TakeLock(lock, &pid, &why)) {
+    case Lock::kHeld:
+      return true;
+    case Lock::kBusy:
+      *err = what + ": " + Busy(pid);
+      return false;
+    case Lock::kError:
+      break;
+  }
+  *err = what + ": lock file " + lock + " " + why;
+  return false;
+}
+
+bool ClaimTcp(const std::string& hostport, const std::string& run_dir, std::string* err) {
   std::string host;
   int port;
   if (!ParseHostPort(hostport, &host, &port)) {
     *err = "bad listen address " + hostport;
     return false;
   }
+  if (port == 0) return true;  // any free port: each bind gets its own
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
@@ -107,33 +192,40 @@ bool TcpDoorKey(const std::string& hostport, std::string* key, std::string* err)
     std::snprintf(num, sizeof num, "%s", host.c_str());
   }
   freeaddrinfo(res);
-  // Port 0 (any free port) is nobody's to claim: each bind gets its own.
-  *key = port == 0 ? std::string() : "tcp:" + std::string(num) + ":" + std::to_string(port);
-  return true;
-}
-
-std::string PathDoorKey(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  char real[PATH_MAX];
-  std::string d = realpath(dir.c_str(), real) ? std::string(real) : dir;
-  if (d.empty() || d.back() != '/') d += '/';
-  return "path:" + d + base;
-}
-
-void ServeDoorClaims() {
-  for (int fd : g_claims) {
-    for (int i = 0; i < 16; ++i) {
-      int c = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) break;
-      close(c);
-    }
+  std::string why;
+  if (!MakeDirs(run_dir, &why)) {
+    *err = "cannot claim " + hostport + ": " + why + " (TCP door lock files live in daemon.pid_file's directory)";
+    return false;
   }
+  std::string lock = run_dir + (run_dir.back() == '/' ? "" : "/") + ".perfcached-tcp-" + num + ":" +
+                     std::to_string(port) + ".lock";
+  int pid;
+  switch (TakeLock(lock, &pid, &why)) {
+    case Lock::kHeld:
+      return true;
+    case Lock::kBusy:
+      *err = "cannot listen on " + hostport + ": address in use: " + Busy(pid);
+      return false;
+    case Lock::kError:
+      break;
+  }
+  *err = "cannot claim " + hostport + ": lock file " + lock + " " + why;
+  return false;
 }
 
 void ReleaseDoorClaims() {
-  for (int fd : g_claims) close(fd);
+  for (const Held& h : g_claims) {
+    // Still ours (an operator may have removed it and another daemon made
+    // and locked a new one): removed while we hold the lock.
+    struct stat st;
+    if (lstat(h.path.c_str(), &st) == 0 && st.st_dev == h.dev && st.st_ino == h.ino) unlink(h.path.c_str());
+    close(h.fd);
+  }
+  g_claims.clear();
+}
+
+void CloseDoorClaimsInChild() {
+  for (const Held& h : g_claims) close(h.fd);
   g_claims.clear();
 }
 
@@ -172,21 +264,7 @@ bool ProbeTcpFree(const std::string& hostport, std::string* err) {
 bool MakeParentDirs(const std::string& path, std::string* err) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos || slash == 0) return true;
-  std::string dir = path.substr(0, slash);
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i < dir.size() && dir[i] != '/') continue;
-    std::string part = dir.substr(0, i);
-    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      *err = "cannot create directory " + part + ": " + std::strerror(errno);
-      return false;
-    }
-  }
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *err = dir + " is not a directory";
-    return false;
-  }
-  return true;
+  return MakeDirs(path.substr(0, slash), err);
 }
 
 }  // namespace proc

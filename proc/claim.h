@@ -9,38 +9,67 @@
 // socket. Before it binds or makes anything, the supervisor claims each
 // door it will serve:
 //
-//  * a claim is a listening UNIX socket in the abstract namespace named
-//    after the door ("perfcached:tcp:127.0.0.1:6379", "perfcached:path:
-//    /run/perfcached/perfcached_fifo"): only one process can hold the name,
-//    the kernel drops it when the process dies (no stale lock file), and a
-//    refused claimant learns the holder's pid by connecting (SO_PEERCRED);
+//  * a claim is an flock(LOCK_EX | LOCK_NB) on a lock file, mode 0600,
+//    opened O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK:
+//      - a path door (MI FIFO, MI datagram socket) and the pid file: next
+//        to the path, in the same directory ("/run/perfcached/
+//        .perfcached_fifo.lock"), so the directory's own permissions guard
+//        the claim: whoever cannot make the FIFO there cannot lock it
+//        either;
+//      - a TCP door (RESP, HTTP): in the run directory (RunDir: the pid
+//        file's directory, made if missing), named after the numeric
+//        address (".perfcached-tcp-127.0.0.1:6379.lock"); port 0 (any free
+//        port) is nobody's and is not claimed.
+//    A lock file that is not a regular file of this user (another user
+//    made it in a world-writable directory such as /tmp) is refused with
+//    its owner named, never used. The holder writes its pid into the file
+//    once it holds the lock, so a refused daemon says "another perfcached
+//    (pid N) serves it". No abstract UNIX socket names: that namespace
+//    has no permissions, so any local user could squat a name (issue 8).
 //  * then a probe catches what holds the door without a claim (another
-//    program, an older perfcached): a TCP bind without SO_REUSEPORT, a
-//    connect() to a datagram socket, a writer's open() of a FIFO.
+//    program, an older perfcached, a daemon whose pid file lives in another
+//    directory): a TCP bind without SO_REUSEPORT, a connect() to a
+//    datagram socket, a writer's open() of a FIFO.
 //
-// Claims live in the supervisor; children inherit them close-on-exec and
-// die with it (PR_SET_PDEATHSIG), so a claim is released when the daemon
-// is gone. Only the holder of a path's claim unlinks the path.
+// Only the supervisor holds the locks: every child closes its inherited
+// copies right after fork (CloseDoorClaimsInChild; closing a copy does not
+// release an flock while the supervisor's descriptor stays open), so the
+// locks go with the supervisor, even under kill -9, and no child that
+// outlives it keeps a door claimed. When it stops, the supervisor removes
+// each lock file while still holding it, and only when the path still
+// names the file it locked; a claimant that locked a file which was
+// removed meanwhile (checked by inode after locking) starts over. A lock
+// file left by kill -9 is harmless: nobody holds its lock, the next daemon
+// takes it. Only the holder of a path's claim unlinks the path.
 
 #include <string>
 
 namespace proc {
 
-// Claims `key` (e.g. "tcp:127.0.0.1:6379"); `what` names the door in the
-// error ("RESP door 127.0.0.1:6379"). False with *err = "...: another
-// perfcached (pid N) serves it".
-bool ClaimDoor(const std::string& key, const std::string& what, std::string* err);
+struct Config;
 
-// The canonical key of a TCP listener (numeric address:port; empty for
-// port 0, which ClaimDoor takes as nothing to claim) and of a path (its
-// directory resolved, which must exist).
-bool TcpDoorKey(const std::string& hostport, std::string* key, std::string* err);
-std::string PathDoorKey(const std::string& path);
+// Where the TCP doors' lock files live: the directory of daemon.pid_file
+// (used with or without -D), /run/perfcached when pid_file is empty.
+std::string RunDir(const Config& cfg);
 
-// Supervisor's loop: answer the probes of refused claimants (accept+close).
-void ServeDoorClaims();
-// Give every claim up (supervisor, at exit).
+// Claims the path door `path` (lock file "<dir>/.<name>.lock"); `what`
+// names the door in the error ("MI FIFO /run/perfcached/perfcached_fifo").
+// False with *err = "<what>: another perfcached (pid N) serves it", or
+// "<what>: lock file F: <why>" when the lock file cannot be used.
+bool ClaimPath(const std::string& path, const std::string& what, std::string* err);
+
+// Claims the TCP address `hostport` (numeric address; port 0: nothing to
+// claim) with a lock file in `run_dir`. False with *err = "cannot listen
+// on HOSTPORT: address in use: another perfcached (pid N) serves it", or
+// "cannot claim HOSTPORT: lock file F: <why>".
+bool ClaimTcp(const std::string& hostport, const std::string& run_dir, std::string* err);
+
+// Supervisor, at exit: remove each lock file it holds (while holding it),
+// then let the locks go.
 void ReleaseDoorClaims();
+// A child, right after fork: close the inherited lock descriptors (the
+// supervisor's stay open and keep the locks).
+void CloseDoorClaimsInChild();
 
 // A TCP address is free when a socket without SO_REUSEPORT can bind it;
 // false with *err naming who listens there when it cannot.

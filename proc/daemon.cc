@@ -376,12 +376,11 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   } cleanup{hooks, cfg, pid_written, {}};
   std::vector<int>& lfds = cleanup.lfds;
 
-  // The RESP door: claimed (one daemon per address), probed (nobody else
-  // listens there), then one SO_REUSEPORT socket per worker.
+  // The RESP door: claimed (one daemon per address: a lock file in the
+  // run directory), probed (nobody else listens there), then one
+  // SO_REUSEPORT socket per worker.
   if (!cfg.resp.empty()) {
-    std::string key;
-    if (!TcpDoorKey(cfg.resp, &key, &err) || !ClaimDoor(key, "cannot listen on " + cfg.resp + ": address in use", &err) ||
-        !ProbeTcpFree(cfg.resp, &err)) {
+    if (!ClaimTcp(cfg.resp, RunDir(cfg), &err) || !ProbeTcpFree(cfg.resp, &err)) {
       LOG_ERR("RESP door: %s", err.c_str());
       return 1;
     }
@@ -408,8 +407,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   if (!o.foreground && !cfg.pid_file.empty()) {
     // Its directory is made first (/run is empty after a reboot); the file
     // is claimed like a door: two daemons never share (and delete) one.
-    if (!MakeParentDirs(cfg.pid_file, &err) ||
-        !ClaimDoor(PathDoorKey(cfg.pid_file), "pid file " + cfg.pid_file, &err)) {
+    if (!MakeParentDirs(cfg.pid_file, &err) || !ClaimPath(cfg.pid_file, "pid file " + cfg.pid_file, &err)) {
       LOG_ERR("pid file: %s", err.c_str());
       return 1;
     }
@@ -544,6 +542,8 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       signal(SIGHUP, SIG_IGN);
       e.pid.store(getpid());
       e.start_ms.store(WallMs());
+      // The door locks stay the supervisor's alone: they go when it goes.
+      CloseDoorClaimsInChild();
       if (ready_fd >= 0) {
         // Only the supervisor tells the starting process; a child keeps
         // neither the pipe nor the caller's terminal (syslog only).
@@ -646,7 +646,6 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     } else if (sig == SIGHUP) {
       LOG_NOTICE("SIGHUP: logs reopened");
     }
-    ServeDoorClaims();  // a refused second daemon asks who holds a door
     if (!stopping) watch(now);
     // Reap.
     for (;;) {

@@ -368,13 +368,11 @@ void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registr
   return h;
 }
 
-int OpenHttpListener(const std::string& hostport, std::string* err) {
-  std::string key;
-  if (!proc::TcpDoorKey(hostport, &key, err)) {
+int OpenHttpListener(const std::string& hostport, const std::string& run_dir, std::string* err) {
+  if (!proc::ClaimTcp(hostport, run_dir, err)) {
     *err = "HTTP door: " + *err;
     return -1;
   }
-  if (!proc::ClaimDoor(key, "HTTP door: cannot listen on " + hostport + ": address in use", err)) return -1;
   std::string host;
   int port;
   proc::ParseHostPort(hostport, &host, &port);

@@ -31,9 +31,9 @@ void RunMi(proc::ModuleProcContext& pc);
 // /mi (JSON-RPC), on the listening socket `fd` (OpenHttpListener).
 // nullptr when it could not start (logged).
 void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg, int fd);
-// Supervisor: claim and bind the HTTP door's address (no SO_REUSEPORT: one
-// daemon per port). -1 with *err.
-int OpenHttpListener(const std::string& hostport, std::string* err);
+// Supervisor: claim (a lock file in `run_dir`, proc/claim.h) and bind the
+// HTTP door's address (no SO_REUSEPORT: one daemon per port). -1 with *err.
+int OpenHttpListener(const std::string& hostport, const std::string& run_dir, std::string* err);
 void StopHttp(void* http);
 
 }  // namespace modules::mi_door

@@ -488,7 +488,7 @@ bool OpenMiDoors(const proc::Config& cfg, std::vector<int>* fds, std::string* er
       *err = "MI FIFO " + path + ": " + *err;
       return false;
     }
-    if (!proc::ClaimDoor(proc::PathDoorKey(path), "MI FIFO " + path, err)) return false;
+    if (!proc::ClaimPath(path, "MI FIFO " + path, err)) return false;
     if (!PathFree(path, "MI FIFO", true, err)) return false;
     if (!MakeFifoDoor(cfg, FifoMode(cfg), &g_doors.fifo_r, &g_doors.fifo_w, &g_doors.made, err)) return false;
     g_doors.fifo_ours = true;
@@ -502,7 +502,7 @@ bool OpenMiDoors(const proc::Config& cfg, std::vector<int>* fds, std::string* er
       *err = "MI datagram socket " + path + ": " + *err;
       return false;
     }
-    if (!proc::ClaimDoor(proc::PathDoorKey(path), "MI datagram socket " + path, err)) return false;
+    if (!proc::ClaimPath(path, "MI datagram socket " + path, err)) return false;
     if (!PathFree(path, "MI datagram socket", false, err)) return false;
     g_doors.dgram = OpenDatagram(path, err);
     if (g_doors.dgram < 0) return false;
@@ -511,7 +511,7 @@ bool OpenMiDoors(const proc::Config& cfg, std::vector<int>* fds, std::string* er
     LOG_NOTICE("MI datagram socket listening on %s", path.c_str());
   }
   if (!cfg.http.empty()) {
-    g_doors.http = OpenHttpListener(cfg.http, err);
+    g_doors.http = OpenHttpListener(cfg.http, proc::RunDir(cfg), err);
     if (g_doors.http < 0) return false;
     fds->push_back(g_doors.http);
     LOG_NOTICE("HTTP door listening on http://%s/ (/metrics /stats /health /reset-stats /mi)",

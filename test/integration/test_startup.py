@@ -401,14 +401,19 @@ class Background(unittest.TestCase):
         os.setuid(NOBODY)
 
     def test_not_root(self):
-        # As an ordinary user: a FIFO directory only root may write, and a
-        # fifo_user only root may give the FIFO to.
+        # As an ordinary user: a run directory (the TCP doors' lock files)
+        # and a FIFO directory only root may write, and a fifo_user only
+        # root may give the FIFO to.
         p = self.start(preexec_fn=self.drop_to_nobody)
         self.assertEqual(p.returncode, 1, p.stderr)
-        self.assertIn("MI FIFO: mkfifo %s/fifo: Permission denied" % self.dir, p.stderr)
+        self.assertIn("RESP door: cannot claim 127.0.0.1:%d: cannot create directory %s/run: Permission denied"
+                      % (self.port, self.dir), p.stderr)
         mine = os.path.join(self.dir, "nobody")
         os.mkdir(mine)
         os.chown(mine, NOBODY, NOBODY)
+        p = self.start("daemon.pid_file=%s/p.pid" % mine, preexec_fn=self.drop_to_nobody)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("MI FIFO %s/fifo: lock file %s/.fifo.lock Permission denied" % (self.dir, self.dir), p.stderr)
         p = subprocess.run(self.args("mi.fifo_name=%s/fifo" % mine, "mi.datagram=", "mi.fifo_user=root",
                                      "daemon.pid_file=%s/p.pid" % mine),
                            capture_output=True, text=True, timeout=30, preexec_fn=self.drop_to_nobody)

@@ -6,8 +6,10 @@ keeps serving on all of its doors. Started in the background (no -D), every
 failure before serving exits non-zero with the reason on stderr, and the pid
 file's directory is made. Real daemons on loopback; every process is stopped
 by PID and every wait is bounded."""
+import fcntl
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -63,6 +65,21 @@ def wait_gone(pid, timeout=15.0):
     return False
 
 
+def wait_exited(pid, timeout=10.0):
+    """Until `pid` is gone or a zombie (its descriptors are closed then; an
+    empty /proc/PID/cmdline comes earlier, before they are)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def kill_marked(marker):
     """Stop (by PID) every process started with `marker` in its arguments."""
     for pid in pids_with_arg(marker):
@@ -76,6 +93,116 @@ def kill_marked(marker):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def tcp_lock(run_dir, port):
+    """The lock file that claims 127.0.0.1:port (proc/claim.h)."""
+    return os.path.join(run_dir, ".perfcached-tcp-127.0.0.1:%d.lock" % port)
+
+
+def path_lock(path):
+    """The lock file that claims a FIFO / socket / pid file path."""
+    d, name = os.path.split(path)
+    return os.path.join(d, "." + name + ".lock")
+
+
+def lock_pid(lock):
+    with open(lock) as f:
+        return int(f.read())
+
+
+def open_lock_files(pid):
+    """The *.lock files process `pid` has open."""
+    out = []
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.endswith(".lock"):
+            out.append(target)
+    return sorted(out)
+
+
+def abstract_perfcached_names(*marks):
+    """Abstract UNIX socket names starting with 'perfcached' (/proc/net/unix
+    shows them with a leading '@'; reachable, and bindable, by any user)
+    that hold one of `marks` (a test's port, pid or directory: other
+    daemons may run on this host)."""
+    with open("/proc/net/unix") as f:
+        names = [line.split()[-1] for line in f if len(line.split()) > 7 and line.split()[-1].startswith("@perfcached")]
+    return [n for n in names if any(str(m) in n for m in marks)]
+
+
+class Squatter:
+    """A process of another user (nobody) that takes what it can of a
+    daemon's doors before the daemon starts: binds each abstract name (the
+    claims of an earlier version) and creates and flocks each lock file.
+    Stopped by PID; it also leaves by itself after 120 s."""
+
+    def __init__(self, names=(), locks=()):
+        r1, w1 = os.pipe()  # report: child -> test
+        r2, w2 = os.pipe()  # stop: the test closes w2
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r1)
+                os.close(w2)
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                held, bound, locked = [], 0, 0
+                for n in names:
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        s.bind(b"\0" + n.encode())
+                        s.listen(4)
+                        held.append(s)
+                        bound += 1
+                    except OSError:
+                        s.close()
+                for lock in locks:
+                    try:
+                        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+                    except OSError:
+                        continue
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        os.write(fd, b"%d\n" % os.getpid())
+                        held.append(fd)
+                        locked += 1
+                    except OSError:
+                        os.close(fd)
+                os.write(w1, json.dumps({"bound": bound, "locked": locked}).encode())
+                os.close(w1)
+                select.select([r2], [], [], 120)
+            finally:
+                os._exit(0)
+        self.pid = pid
+        os.close(w1)
+        os.close(r2)
+        self.stop_fd = w2
+        data = b""
+        while True:
+            r, _, _ = select.select([r1], [], [], 15)
+            chunk = os.read(r1, 4096) if r else b""
+            if not chunk:
+                break
+            data += chunk
+        os.close(r1)
+        self.report = json.loads(data or b"{}")
+
+    def stop(self):
+        if self.stop_fd is not None:
+            os.close(self.stop_fd)
+            self.stop_fd = None
+        if not wait_gone(self.pid, 10):
+            os.kill(self.pid, signal.SIGKILL)
+            wait_gone(self.pid, 5)
 
 
 class SecondDaemon(unittest.TestCase):
@@ -123,6 +250,10 @@ class SecondDaemon(unittest.TestCase):
 
     def assertFirstServes(self):
         d = self.d
+        # Its lock files are still there, still naming it: a refused daemon
+        # never removes a lock file another one holds.
+        for lock in self.locks():
+            self.assertEqual(lock_pid(lock), d.pid, lock)
         # Its FIFO and datagram socket are still the ones it made, and answer.
         self.assertEqual(os.stat(d.fifo).st_ino, self.fifo_ino, "the FIFO was replaced")
         self.assertEqual(os.stat(self.dgram).st_ino, self.dgram_ino, "the datagram socket was replaced")
@@ -141,6 +272,26 @@ class SecondDaemon(unittest.TestCase):
             c2 = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=5)
             self.assertEqual(c2.get("startup-probe"), b"first")
             c2.close()
+
+    def locks(self):
+        # Started with -D and no pid_file: TCP locks in /run/perfcached.
+        return sorted([tcp_lock("/run/perfcached", self.d.port), tcp_lock("/run/perfcached", self.http_port),
+                       path_lock(self.d.fifo), path_lock(self.dgram)])
+
+    def test_locks_held_by_the_supervisor_alone(self):
+        self.assertEqual(open_lock_files(self.d.pid), self.locks())
+        kids, deadline = [], time.time() + 5
+        while len(kids) < 4 and time.time() < deadline:  # timer, 2 workers, MI process
+            kids = subprocess.run(["pgrep", "-P", str(self.d.pid)], capture_output=True, text=True,
+                                  timeout=5).stdout.split()
+            time.sleep(0.05)
+        self.assertEqual(len(kids), 4, kids)
+        for k in kids:
+            self.assertEqual(open_lock_files(int(k)), [], "child %s keeps a door's lock" % k)
+
+    def test_no_abstract_socket_names(self):
+        # The abstract namespace has no permissions: nothing of ours in it.
+        self.assertEqual(abstract_perfcached_names(self.d.port, self.http_port, self.d.workdir, self.d.pid), [])
 
     def test_same_resp_port(self):
         rc, err = self.second(**{"listen.resp": "127.0.0.1:%d" % self.d.port})
@@ -329,6 +480,8 @@ class Background(unittest.TestCase):
         self.assertTrue(wait_port(self.port, timeout=5))
         r = mi_fifo_raw(os.path.join(self.dir, "fifo"), self.dir, mi_request("uptime"))
         self.assertIn(b'"Up time"', r)
+        # Every door (the pid file too) is claimed without an abstract name.
+        self.assertEqual(abstract_perfcached_names(self.port, self.dir, pid), [])
         os.kill(pid, signal.SIGTERM)
         self.assertTrue(wait_gone(pid))
         for path in (self.pid_file, os.path.join(self.dir, "fifo"), os.path.join(self.dir, "mi.sock")):
@@ -420,6 +573,109 @@ class Background(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("only root can change a file's owner", p.stderr)
         self.assertEqual(pids_with_arg(self.dir), [])
+
+
+class OtherUsers(unittest.TestCase):
+    """Another local user cannot keep the daemon from starting by holding
+    a claim it has no right to (an abstract socket name, a lock file), and
+    a lock file another user made is refused by name, never trusted."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="perfcached-test-users-")
+        self.port, self.http = free_port(), free_port()
+        self.fifo = os.path.join(self.dir, "fifo")
+        self.sock = os.path.join(self.dir, "mi.sock")
+        self.pid_file = os.path.join(self.dir, "perfcached.pid")
+        self.squatter = None
+
+    def tearDown(self):
+        if self.squatter:
+            self.squatter.stop()
+        kill_marked(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self):
+        """In the background (with its pid file): (exit code, stderr)."""
+        args = [BIN, "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off", "-o", "daemon.workers=1",
+                "-o", "listen.resp=127.0.0.1:%d" % self.port, "-o", "listen.http=127.0.0.1:%d" % self.http,
+                "-o", "daemon.pid_file=%s" % self.pid_file, "-o", "mi.fifo_name=%s" % self.fifo,
+                "-o", "mi.reply_dir=%s/" % self.dir, "-o", "mi.datagram=%s" % self.sock]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        return p.returncode, p.stderr
+
+    def all_locks(self):
+        return [tcp_lock(self.dir, self.port), tcp_lock(self.dir, self.http), path_lock(self.fifo),
+                path_lock(self.sock), path_lock(self.pid_file)]
+
+    def test_other_user_cannot_stop_the_daemon(self):
+        # Root's directory (like /run/perfcached): nobody can enter it but not
+        # make a file there, so it cannot hold a door -- nor keep root's
+        # daemon from serving them.
+        os.chmod(self.dir, 0o755)
+        stale = path_lock(self.fifo)  # left by a daemon killed with -9
+        with open(stale, "w") as f:
+            f.write("999999\n")
+        os.chmod(stale, 0o600)
+        names = ["perfcached:tcp:127.0.0.1:%d" % self.port, "perfcached:tcp:127.0.0.1:%d" % self.http] + \
+                ["perfcached:path:%s" % p for p in (self.fifo, self.sock, self.pid_file)]
+        self.squatter = Squatter(names, self.all_locks())
+        self.assertEqual(self.squatter.report, {"bound": 5, "locked": 0})  # what it holds is in place
+        rc, err = self.start()
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("another perfcached", err)
+        with open(self.pid_file) as f:
+            pid = int(f.read())
+        self.assertTrue(wait_port(self.port, timeout=5))
+        c = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
+        self.assertTrue(c.set("k", "v"))
+        self.assertIn(b'"Up time"', mi_fifo_raw(self.fifo, self.dir, mi_request("uptime")))
+        self.assertIn(b'"Up time"', mi_datagram_raw(self.sock, mi_request("uptime"), self.dir))
+        with socket.create_connection(("127.0.0.1", self.http), timeout=5) as s:
+            s.sendall(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.http)
+            self.assertIn(b"200", s.recv(4096).split(b"\r\n")[0])
+        for lock in self.all_locks():
+            st = os.stat(lock)
+            self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode), lock_pid(lock)), (0, 0o600, pid), lock)
+        c.close()
+        os.kill(pid, signal.SIGTERM)
+        self.assertTrue(wait_gone(pid))
+        # It removed its lock files (the stale one too: it held it).
+        self.assertEqual([l for l in self.all_locks() if os.path.exists(l)], [])
+
+    def test_lock_file_of_another_user_is_refused_by_name(self):
+        # A world-writable run directory (sticky, like /tmp): nobody makes the
+        # RESP door's lock file first. Root's daemon does not use it -- it
+        # could be anybody's -- and says whose it is.
+        os.chmod(self.dir, 0o1777)
+        lock = tcp_lock(self.dir, self.port)
+        self.squatter = Squatter(locks=[lock])
+        self.assertEqual(self.squatter.report, {"bound": 0, "locked": 1})
+        rc, err = self.start()
+        self.assertEqual(rc, 1, err)
+        self.assertIn("RESP door: cannot claim 127.0.0.1:%d: lock file %s belongs to uid %d, not to this user "
+                      "(uid 0): not using it, it is not this user's perfcached" % (self.port, lock, NOBODY), err)
+        self.assertEqual(os.stat(lock).st_uid, NOBODY)  # left alone
+        self.assertFalse(os.path.exists(self.pid_file))
+
+    def test_restart_after_kill_9(self):
+        # kill -9 leaves the lock files: nobody holds their locks, so the
+        # next daemon takes them at once.
+        rc, err = self.start()
+        self.assertEqual(rc, 0, err)
+        with open(self.pid_file) as f:
+            pid = int(f.read())
+        kids = [int(k) for k in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
+                                               timeout=5).stdout.split()]
+        self.assertEqual(len(kids), 3, kids)  # timer, worker, MI process
+        os.kill(pid, signal.SIGKILL)
+        self.assertTrue(wait_gone(pid))
+        for k in kids:  # they follow (PR_SET_PDEATHSIG): exited, their descriptors closed
+            self.assertTrue(wait_exited(k), "child %d outlived the supervisor" % k)
+        self.assertEqual([l for l in self.all_locks() if not os.path.exists(l)], [])
+        rc, err = self.start()
+        self.assertEqual(rc, 0, err)
+        with open(self.pid_file) as f:
+            self.assertEqual(lock_pid(tcp_lock(self.dir, self.port)), int(f.read()))
 
 
 class Logs(unittest.TestCase):

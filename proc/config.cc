@@ -130,7 +130,7 @@ const ParamSpec kParams[] = {
     INT_ROW("daemon", workers, workers, 0, 1024, "worker processes (0 = number of cores)"),
     INT_ROW("daemon", databases, databases, 1, 128,
             "collections \"0\"..\"N-1\" for SELECT when none are declared"),
-    STR_ROW("daemon", pid_file, pid_file, "pid file written when daemonized"),
+    STR_ROW("daemon", pid_file, pid_file, "pid file written when daemonized; its directory (made if missing) also holds the TCP doors' lock files, with -D too"),
     STR_ROW("daemon", log_level, log_level, "error | warning | notice | info | debug"),
     BOOL_ROW("daemon", allow_create, allow_create, "allow creating/dropping collections at runtime"),
     INT_ROW("daemon", growth_budget, growth_budget, 1, 1 << 20,

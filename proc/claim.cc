@@ -66,9 +66,14 @@ bool MakeDirs(const std::string& dir, std::string* err) {
 }
 
 std::string NotOurs(const std::string& lock, uid_t owner) {
+  std::string dir = DirOf(lock);
+  struct stat ds;
+  bool open_to_all = stat(dir.c_str(), &ds) == 0 && (ds.st_mode & S_IWOTH);
   return "belongs to uid " + std::to_string(owner) + ", not to this user (uid " + std::to_string(geteuid()) +
-         "): not using it, it is not this user's perfcached (another user can make files in " + DirOf(lock) +
-         ": choose a directory only this user can write)";
+         "): not using it, it is not this user's perfcached (" +
+         (open_to_all ? "any user can make files in " + dir + ": choose a directory only this user can write"
+                      : "remove it if nothing of that user's uses it") +
+         ")";
 }
 
 enum class Lock { kHeld, kBusy, kError };

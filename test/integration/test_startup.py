@@ -654,6 +654,7 @@ class OtherUsers(unittest.TestCase):
         self.assertEqual(rc, 1, err)
         self.assertIn("RESP door: cannot claim 127.0.0.1:%d: lock file %s belongs to uid %d, not to this user "
                       "(uid 0): not using it, it is not this user's perfcached" % (self.port, lock, NOBODY), err)
+        self.assertIn("any user can make files in %s: choose a directory only this user can write" % self.dir, err)
         self.assertEqual(os.stat(lock).st_uid, NOBODY)  # left alone
         self.assertFalse(os.path.exists(self.pid_file))
 

@@ -591,6 +591,7 @@ say "redis-server on 127.0.0.1:$REDIS_PORT, perfcached (workers=$WORKERS) on 127
   --dir "$TMP" >"$TMP/redis.log" 2>&1 &
 REDIS_PID=$!
 "$PERFCACHED" -D -o "listen.resp=127.0.0.1:$PC_PORT" -o "daemon.workers=$WORKERS" \
+  -o "mi.fifo_name=$TMP/perfcached_fifo" -o "mi.datagram=$TMP/perfcached_mi.sock" -o "mi.reply_dir=$TMP/" \
   >"$TMP/perfcached.log" 2>&1 &
 PC_PID=$!
 wait_ready redis-server "$REDIS_PID" "$REDIS_PORT"

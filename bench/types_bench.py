@@ -445,7 +445,11 @@ def main(argv):
         # on both servers need more than the default 256 MiB committed).
         pc = Server("perfcached", [PERFCACHED, "-D", "-o", "listen.resp=127.0.0.1:%d" % pport,
                                    "-o", "daemon.workers=%d" % WORKERS,
-                                   "-o", "memory.arena_cap_mb=4096"], pport, tmp)
+                                   "-o", "memory.arena_cap_mb=4096",
+                                   # its own MI paths: one daemon per FIFO (a running one keeps /run/perfcached)
+                                   "-o", "mi.fifo_name=%s/perfcached_fifo" % tmp,
+                                   "-o", "mi.datagram=%s/perfcached_mi.sock" % tmp,
+                                   "-o", "mi.reply_dir=%s/" % tmp], pport, tmp)
         servers.append(pc)
         both = (redis, pc)
         say("redis pid %d; perfcached pid %d children %s" % (redis.pid, pc.pid, pc.kids))

@@ -14,17 +14,18 @@
 #include "proc/daemon.h"
 #include "proc/log.h"
 #include "proc/secret.h"
+#include "proc/version.h"
 
 namespace {
 
-constexpr char kVersion[] = "perfcached 0.1.0";
+const std::string kVersion = std::string("perfcached ") + proc::kVersion;
 
 void Usage(FILE* f) {
   std::fprintf(f,
                "usage: perfcached [-f FILE] [-o section.key=value ...] [-C] [-E] [-D] [-V]\n"
                "  -f FILE   config file (INI); without it the embedded default serves\n"
                "  -o K=V    override a setting, e.g. -o listen.resp=127.0.0.1:7000\n"
-               "            (collections: -o collection.NAME.buckets=4096)\n"
+               "            (a declared collection or default database: -o collection.0.expired_events=yes)\n"
                "  -C        validate the configuration, print what would run, exit 0/1\n"
                "  -E        print the effective configuration (secrets masked) and exit\n"
                "  -D        stay in the foreground, log to stderr (default: daemonize, syslog)\n"
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (std::strcmp(argv[i], "--version") == 0) {
-      std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+      std::printf("%s (built %s %s, g++ %s)\n", kVersion.c_str(), __DATE__, __TIME__, __VERSION__);
       return 0;
     }
     if (std::strcmp(argv[i], "--list-commands") == 0) {  // the RESP dispatch table (test/diff)
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
       case 'E': dump = true; break;
       case 'D': foreground = true; break;
       case 'V':
-        std::printf("%s (built %s %s, g++ %s)\n", kVersion, __DATE__, __TIME__, __VERSION__);
+        std::printf("%s (built %s %s, g++ %s)\n", kVersion.c_str(), __DATE__, __TIME__, __VERSION__);
         return 0;
       case 'h': Usage(stdout); return 0;
       default: Usage(stderr); return 1;
@@ -108,13 +109,19 @@ int main(int argc, char** argv) {
   if (check) {
     int nw = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     std::printf("configuration OK (%s)\n", cfg.source.c_str());
+    for (const auto& n : cfg.notes) std::printf("  note: %s\n", n.c_str());
     std::printf("  %d worker(s) + timer, arena %d MiB (cap %d MiB, hugepages %s)\n", nw,
                 cfg.arena_mb, cfg.arena_cap_mb ? cfg.arena_cap_mb : cfg.arena_mb,
                 cfg.hugepages.c_str());
     std::printf("  RESP door: %s%s\n", cfg.resp.empty() ? "(off)" : cfg.resp.c_str(),
                 cfg.resp_secrets.empty() ? " (no AUTH)" : " (AUTH required)");
+    std::printf("  MI: FIFO %s, datagram %s, HTTP %s\n", cfg.mi_fifo.empty() ? "(off)" : cfg.mi_fifo.c_str(),
+                cfg.mi_datagram.empty() ? "(off)" : cfg.mi_datagram.c_str(),
+                cfg.http.empty() ? "(off)" : cfg.http.c_str());
     std::printf("  %zu collection(s):", cfg.collections.size());
-    for (const auto& c : cfg.collections) std::printf(" %s", c.name.c_str());
+    for (const auto& c : cfg.collections) {
+      std::printf(" %s%s", c.name.c_str(), c.expired_events ? " (expired_events)" : "");
+    }
     std::printf("\n");
     return 0;
   }

@@ -42,15 +42,22 @@ void Usage() {
                "               [-r] [-t SECONDS]\n"
                "               mi COMMAND [value ... | name=value ...]\n"
                "  e.g. perfcli mi which\n"
-               "       perfcli mi perf_keys 'sess-*' sessions 50\n"
+               "       perfcli mi perf_keys 'session:*' 0 50\n"
                "       perfcli mi perf_set key=k value=v ttl=60\n"
                "       perfcli mi get_statistics all\n");
 }
 
-// Commands whose single parameter is an array (as opensips-cli's table).
+// Commands whose single parameter is an array (as opensips-cli's table),
+// under every name they answer to: bare, "core:NAME" and OpenSIPS 4.0's
+// "statistics:get" / "statistics:list" / "statistics:reset".
 bool TakesArray(const std::string& cmd) {
-  std::string c = cmd.substr(cmd.find(':') == std::string::npos ? 0 : cmd.find(':') + 1);
-  return c == "get_statistics" || c == "list_statistics" || c == "reset_statistics";
+  static const char* const kArray[] = {"get_statistics",   "list_statistics",   "reset_statistics",
+                                       "core:get_statistics", "core:list_statistics", "core:reset_statistics",
+                                       "statistics:get",   "statistics:list",   "statistics:reset"};
+  for (const char* c : kArray) {
+    if (cmd == c) return true;
+  }
+  return false;
 }
 
 bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::string& body,

@@ -70,12 +70,26 @@ proc::DaemonHooks HooksFromModules(const proc::Config& cfg) {
     }
     delete w;
   };
+  std::vector<const ProcExport*> started;
   for (const ModuleExports* m : mods) {
     for (const ProcExport& pe : m->procs) {
       int n = pe.count(cfg);
       for (int i = 0; i < n; ++i) h.procs.push_back(proc::ModuleProc{pe.name, pe.run});
+      if (n > 0) started.push_back(&pe);
     }
   }
+  const proc::Config* c = &cfg;
+  h.open_doors = [started, c](std::vector<int>* fds, std::string* err) {
+    for (const ProcExport* pe : started) {
+      if (pe->open_doors && !pe->open_doors(*c, fds, err)) return false;
+    }
+    return true;
+  };
+  h.close_doors = [started, c]() {
+    for (size_t i = started.size(); i-- > 0;) {
+      if (started[i]->close_doors) started[i]->close_doors(*c);
+    }
+  };
   return h;
 }
 

@@ -53,6 +53,9 @@ struct ProcExport {
   const char* name;                          // "MI"
   int (*count)(const proc::Config& cfg);     // how many to start (0: off)
   void (*run)(proc::ModuleProcContext& pc);  // returns when the daemon stops
+  // Supervisor, before any fork (see proc::DaemonHooks::open_doors); may be null.
+  bool (*open_doors)(const proc::Config& cfg, std::vector<int>* fds, std::string* err);
+  void (*close_doors)(const proc::Config& cfg);
 };
 
 // A RESP command family's registration (its rows into the dispatch table).

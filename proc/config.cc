@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace proc {
@@ -129,7 +130,7 @@ const ParamSpec kParams[] = {
     INT_ROW("daemon", workers, workers, 0, 1024, "worker processes (0 = number of cores)"),
     INT_ROW("daemon", databases, databases, 1, 128,
             "collections \"0\"..\"N-1\" for SELECT when none are declared"),
-    STR_ROW("daemon", pid_file, pid_file, "pid file written when daemonized"),
+    STR_ROW("daemon", pid_file, pid_file, "pid file written when daemonized; its directory (made if missing) also holds the TCP doors' lock files, with -D too"),
     STR_ROW("daemon", log_level, log_level, "error | warning | notice | info | debug"),
     BOOL_ROW("daemon", allow_create, allow_create, "allow creating/dropping collections at runtime"),
     INT_ROW("daemon", growth_budget, growth_budget, 1, 1 << 20,
@@ -246,6 +247,22 @@ bool SetKey(Config* c, std::string_view section, std::string_view key, std::stri
   return false;
 }
 
+// A list key adds up over its lines; any other key is set once.
+bool IsListKey(std::string_view section, std::string_view key) {
+  for (const ParamSpec& p : kParams) {
+    if (section == p.section && key == p.name) {
+      return p.type == ParamType::kList || p.type == ParamType::kSecret;
+    }
+  }
+  return false;
+}
+
+// The origin key of "section.key": buckets and buckets_log2 are one setting.
+std::string OriginKey(std::string_view section, std::string_view key) {
+  if (section.substr(0, 11) == "collection " && key == "buckets_log2") key = "buckets";
+  return std::string(section) + "." + std::string(key);
+}
+
 }  // namespace
 
 std::span<const ParamSpec> Params() { return kParams; }
@@ -258,6 +275,7 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
   }
   c->source = path;
   std::string raw, section;
+  std::set<std::string> seen;  // the keys this file set (a repeated one is refused)
   int line = 0;
   while (std::getline(in, raw)) {
     ++line;
@@ -298,11 +316,21 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
     }
     std::string e;
     std::string_view key = Trim(s.substr(0, eq));
-    if (!SetKey(c, section, key, Trim(s.substr(eq + 1)), line, &e)) {
-      *err = path + ":" + std::to_string(line) + ": " + e;
+    std::string here = path + ":" + std::to_string(line);
+    std::string okey = OriginKey(section, key);
+    if (!IsListKey(section, key) && !seen.insert(okey).second) {
+      *err = here + ": '" + std::string(key) + "' is set twice in [" + section + "] (first at " +
+             c->origin[okey] + "): remove one";
       return false;
     }
-    c->origin[section + "." + std::string(key)] = path + ":" + std::to_string(line);
+    if (!SetKey(c, section, key, Trim(s.substr(eq + 1)), line, &e)) {
+      *err = here + ": " + e;
+      return false;
+    }
+    c->origin[okey] = here;
+    if (IsListKey(section, key)) {  // each item remembers its own line
+      for (const std::string& item : SplitList(Trim(s.substr(eq + 1)))) c->origin[okey + "=" + item] = here;
+    }
   }
   if (in.bad()) {
     *err = path + ": cannot read: " + std::strerror(errno);
@@ -320,14 +348,28 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
   }
   std::string section(kv.substr(0, dot));
   std::string_view key = kv.substr(dot + 1, eq - dot - 1);
+  std::string where = "-o " + std::string(kv.substr(0, eq));
   if (section == "collection") {
     size_t d2 = key.rfind('.');
     if (d2 == std::string_view::npos) {
       *err = "-o " + std::string(kv) + ": expected collection.NAME.key=value";
       return false;
     }
-    section = "collection " + std::string(key.substr(0, d2));
-    key = key.substr(d2 + 1);
+    std::string name(key.substr(0, d2));
+    std::string_view ckey = key.substr(d2 + 1);
+    CollectionConfig scratch;  // the key and value are checked now, the NAME by FinishConfig
+    std::string e;
+    if (!SetCollectionKey(scratch, ckey, kv.substr(eq + 1), &e)) {
+      *err = "-o " + std::string(kv) + ": " + e;
+      return false;
+    }
+    std::string okey = OriginKey("collection " + name, ckey);
+    if (auto it = c->origin.find(okey); it != c->origin.end() && it->second.rfind("-o ", 0) == 0) {
+      c->notes.push_back(where + " is given twice: the last value is used");
+    }
+    c->collection_overrides.push_back({name, std::string(ckey), std::string(kv.substr(eq + 1)), where});
+    c->origin[okey] = where;
+    return true;
   }
   std::string e;
   if (!SetKey(c, section, key, kv.substr(eq + 1), 0, &e)) {
@@ -336,7 +378,15 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
            ": " + e;
     return false;
   }
-  c->origin[section + "." + std::string(key)] = "-o " + std::string(kv.substr(0, eq));
+  std::string okey = OriginKey(section, key);
+  if (auto it = c->origin.find(okey);
+      it != c->origin.end() && it->second.rfind("-o ", 0) == 0 && !IsListKey(section, key)) {
+    c->notes.push_back(where + " is given twice: the last value is used");
+  }
+  c->origin[okey] = where;
+  if (IsListKey(section, key)) {
+    for (const std::string& item : SplitList(kv.substr(eq + 1))) c->origin[okey + "=" + item] = where;
+  }
   return true;
 }
 
@@ -447,6 +497,12 @@ std::string Where(const Config& c, const std::string& key) {
   return (it != c.origin.end() ? it->second : c.source) + ": ";
 }
 
+// Where one item of a list key was given (its own line), else the key's.
+std::string WhereItem(const Config& c, const std::string& key, const std::string& item) {
+  auto it = c.origin.find(key + "=" + item);
+  return it != c.origin.end() ? it->second + ": " : Where(c, key);
+}
+
 bool ValidCidr(const std::string& s) {
   std::string addr = s;
   int bits = -1;
@@ -508,6 +564,35 @@ bool FinishConfig(Config* c, std::string* err) {
       c->collections.push_back(CollectionConfig{std::to_string(i), 1024, 4, false, 0});
     }
   }
+  // -o collection.NAME.key: only for a collection that exists (declared in
+  // the file, or a default database): a misspelt NAME is refused, never
+  // made into a new, empty collection.
+  for (const Config::CollectionOverride& ov : c->collection_overrides) {
+    CollectionConfig* cc = nullptr;
+    for (auto& x : c->collections) {
+      if (x.name == ov.name) cc = &x;
+    }
+    if (!cc) {
+      std::string names;
+      size_t shown = 0;
+      for (const auto& x : c->collections) {
+        if (shown++ == 20) {
+          names += ", ...";
+          break;
+        }
+        names += (names.empty() ? "" : ", ") + x.name;
+      }
+      *err = ov.where + ": no collection '" + ov.name + "' (collections: " + names +
+             "); a new collection is declared in the config file: [collection " + ov.name + "]";
+      return false;
+    }
+    std::string e;
+    if (!SetCollectionKey(*cc, ov.key, ov.value, &e)) {  // checked by ApplyOverride already
+      *err = ov.where + ": " + e;
+      return false;
+    }
+  }
+  c->collection_overrides.clear();
   for (const auto& cc : c->collections) {
     // A name that starts with '#' or holds " #" would read back from the
     // dumped file (perfcached -C, MI) as a comment (found by config_fuzz).
@@ -564,7 +649,7 @@ bool FinishConfig(Config* c, std::string* err) {
   }
   for (const auto& a : c->resp_allow) {
     if (!ValidCidr(a)) {
-      *err = Where(*c, "listen.resp_allow") + "[listen] resp_allow: expected an address or CIDR "
+      *err = WhereItem(*c, "listen.resp_allow", a) + "[listen] resp_allow: expected an address or CIDR "
              "(10.0.0.0/8, 2001:db8::/32), got '" + a + "'";
       return false;
     }
@@ -582,12 +667,22 @@ bool FinishConfig(Config* c, std::string* err) {
       return false;
     }
   }
+  if (!c->resp.empty() && !c->http.empty()) {
+    std::string h1, h2;
+    int p1, p2;
+    if (ParseHostPort(c->resp, &h1, &p1) && ParseHostPort(c->http, &h2, &p2) && p1 == p2 && p1 != 0 &&
+        (h1 == h2 || h1 == "0.0.0.0" || h2 == "0.0.0.0" || h1 == "::" || h2 == "::")) {
+      *err = Where(*c, "listen.http") + "[listen] http = " + c->http + " is the RESP door's address (resp = " +
+             c->resp + "): give the HTTP door its own port";
+      return false;
+    }
+  }
   for (const auto& m : c->resp_collections) {
     size_t colon = m.find(':');
     int db;
     std::string e;
     if (colon == std::string::npos || !ToInt(std::string_view(m).substr(0, colon), 0, 1023, &db, &e)) {
-      *err = Where(*c, "listen.resp_collections") + "[listen] resp_collections: expected DB:collection, got '" +
+      *err = WhereItem(*c, "listen.resp_collections", m) + "[listen] resp_collections: expected DB:collection, got '" +
              m + "'";
       return false;
     }
@@ -595,7 +690,7 @@ bool FinishConfig(Config* c, std::string* err) {
     bool found = false;
     for (const auto& cc : c->collections) found |= cc.name == name;
     if (!found) {
-      *err = Where(*c, "listen.resp_collections") + "[listen] resp_collections: '" + m +
+      *err = WhereItem(*c, "listen.resp_collections", m) + "[listen] resp_collections: '" + m +
              "' names no declared collection";
       return false;
     }

@@ -78,6 +78,15 @@ struct Config {
   // Where each "section.key" was last set ("FILE:LINE" or "-o"), so that a
   // check made after loading (FinishConfig) can still name it.
   std::map<std::string, std::string> origin;
+  // "-o collection.NAME.key=value": applied by FinishConfig to a declared
+  // collection (or a default database), never creating one, so a misspelt
+  // NAME is an error and the default databases stay.
+  struct CollectionOverride {
+    std::string name, key, value, where;
+  };
+  std::vector<CollectionOverride> collection_overrides;
+  // What -C reports without refusing (a -o given twice: the last one wins).
+  std::vector<std::string> notes;
   std::vector<std::string> argv;  // the command line (MI `arg`)
 };
 
@@ -96,7 +105,10 @@ std::span<const ParamSpec> Params();
 
 // Load `path` over the defaults. False with "file:line: message" in *err.
 bool LoadConfigFile(const std::string& path, Config* c, std::string* err);
-// Apply "section.key=value" (collections: "collection.NAME.key=value").
+// Apply "section.key=value" (collections: "collection.NAME.key=value", for
+// a collection the file declares or a default database). A file that sets
+// a key twice is refused (list keys add up); a -o given twice: the last
+// wins, noted in Config::notes.
 bool ApplyOverride(std::string_view kv, Config* c, std::string* err);
 // Cross-field checks and derived defaults (databases -> collections, ...).
 // Errors start with where the offending key was set ("FILE:LINE: ", "-o

@@ -24,6 +24,7 @@
 #include "cache/access.h"
 #include "cache/evict.h"
 #include "mem/arena.h"
+#include "proc/claim.h"
 #include "proc/log.h"
 
 namespace proc {
@@ -72,6 +73,29 @@ int BindListener(const std::string& hostport, std::string* err) {
   }
   freeaddrinfo(res);
   return fd;
+}
+
+// The arena's tier note in words for the start-up log: the ladder's errno
+// texts ("Bad address" is MADV_POPULATE_WRITE's EFAULT when the hugetlb
+// pool has no page to give) say nothing to an operator. mem/ keeps the raw
+// note (MI arena_info, INFO, MEMORY DOCTOR show it).
+std::string ExplainTierNote(std::string note) {
+  static const struct {
+    const char* raw;
+    const char* words;
+  } kWords[] = {
+      {"hugetlb: no free huge page (Bad address)",
+       "hugetlb: the pool had no free 2 MiB page (vm.nr_hugepages and vm.nr_overcommit_hugepages are used up or 0)"},
+      {"hugetlb: mmap refused (Cannot allocate memory)",
+       "hugetlb: no 2 MiB pages can be had (vm.nr_hugepages = vm.nr_overcommit_hugepages = 0, or memory is short)"},
+      {"thp: shmem_enabled does not allow it",
+       "thp: /sys/kernel/mm/transparent_hugepage/shmem_enabled is not 'advise' or 'always'"},
+  };
+  for (const auto& w : kWords) {
+    size_t at = note.find(w.raw);
+    if (at != std::string::npos) note.replace(at, std::strlen(w.raw), w.words);
+  }
+  return note;
 }
 
 void RaiseFdLimit(int want) {
@@ -217,6 +241,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
   cache::Ctx ctx(a, self->slot);
+  OwnerBump(self->heartbeat_ms, WallMs());  // alive from the start (/health), not from the first tick
   event_base* base = event_base_new();
   WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank, event_fd};
   WorkerState ws{base, &hooks, nullptr, pt, self};
@@ -262,25 +287,139 @@ mem::Tier TierFromConfig(const std::string& h) {
   return mem::Tier::kHugetlb;  // auto / hugetlb: try the whole ladder
 }
 
+namespace {
+
+// Background start: the process started from the shell (or by systemd's
+// Type=forking) waits on a pipe until the daemon serves — one byte 'R' —
+// or fails — end of file, after the daemon printed why on the stderr it
+// inherited —, and exits 0 or 1 accordingly. Returns the write end in the
+// daemon (the grandchild: setsid, not a session leader).
+int Detach() {
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "perfcached: pipe: %s\n", std::strerror(errno));
+    return -1;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t p = fork();
+  if (p < 0) {
+    std::fprintf(stderr, "perfcached: fork: %s\n", std::strerror(errno));
+    return -1;
+  }
+  if (p > 0) {
+    close(pfd[1]);
+    char c = 0;
+    ssize_t n;
+    do {
+      n = read(pfd[0], &c, 1);
+    } while (n < 0 && errno == EINTR);
+    waitpid(p, nullptr, 0);  // the intermediate child
+    _exit(n == 1 && c == 'R' ? 0 : 1);
+  }
+  close(pfd[0]);
+  setsid();
+  p = fork();
+  if (p < 0) {
+    std::fprintf(stderr, "perfcached: fork: %s\n", std::strerror(errno));
+    _exit(1);
+  }
+  if (p > 0) _exit(0);
+  return pfd[1];
+}
+
+void StdioToDevNull() {
+  int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (dn < 0) return;
+  dup2(dn, 0);
+  dup2(dn, 1);
+  dup2(dn, 2);
+  if (dn > 2) close(dn);
+}
+
+}  // namespace
+
 int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hooks) {
   LogLevel lvl = LogLevel::kNotice;
   (void)LogLevelFromName(cfg.log_level, &lvl);
+  int ready_fd = -1;
   if (!o.foreground) {
-    // Daemonize before anything records a pid or a tid.
-    if (fork() > 0) _exit(0);
-    setsid();
-    if (fork() > 0) _exit(0);
-    int dn = open("/dev/null", O_RDWR);
-    dup2(dn, 0);
-    dup2(dn, 1);
-    dup2(dn, 2);
-    if (dn > 2) close(dn);
+    // Daemonize before anything records a pid or a tid; everything that can
+    // fail (claims, binds, directories, the pid file, every door, the arena)
+    // happens before the starting process is told we serve.
+    ready_fd = Detach();
+    if (ready_fd < 0) return 1;
   }
+  // A launcher that went away (Ctrl-C, a closed pipe on stderr) must not
+  // kill the daemon with SIGPIPE when it logs or says it serves; children
+  // inherit this (workers and the MI process ignore it anyway).
+  signal(SIGPIPE, SIG_IGN);
   LogInit(!o.foreground, lvl);
+  LogAlsoStderr(!o.foreground);
   LogSetRole("supervisor");
   int nworkers = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   if (nworkers < 1) nworkers = 1;
   RaiseFdLimit(cfg.maxclients + 64 * nworkers + 64);
+  std::string err;
+
+  // On any return from here: give the doors back, remove what we made.
+  bool pid_written = false;
+  struct Cleanup {
+    const DaemonHooks& hooks;
+    const Config& cfg;
+    bool& pid_written;
+    std::vector<int> lfds;
+    ~Cleanup() {
+      for (int fd : lfds) close(fd);
+      if (hooks.close_doors) hooks.close_doors();
+      if (pid_written) unlink(cfg.pid_file.c_str());
+      ReleaseDoorClaims();
+    }
+  } cleanup{hooks, cfg, pid_written, {}};
+  std::vector<int>& lfds = cleanup.lfds;
+
+  // The RESP door: claimed (one daemon per address: a lock file in the
+  // run directory), probed (nobody else listens there), then one
+  // SO_REUSEPORT socket per worker.
+  if (!cfg.resp.empty()) {
+    if (!ClaimTcp(cfg.resp, RunDir(cfg), &err) || !ProbeTcpFree(cfg.resp, &err)) {
+      LOG_ERR("RESP door: %s", err.c_str());
+      return 1;
+    }
+    for (int i = 0; i < nworkers; ++i) {
+      int fd = BindListener(cfg.resp, &err);
+      if (fd < 0) {
+        LOG_ERR("RESP door: %s", err.c_str());
+        return 1;
+      }
+      lfds.push_back(fd);
+    }
+    LOG_NOTICE("RESP door listening on %s (%d worker socket(s), AUTH %s)", cfg.resp.c_str(), nworkers,
+               cfg.resp_secrets.empty() ? "off" : "required");
+  } else {
+    LOG_NOTICE("RESP door off ([listen] resp is empty)");
+  }
+  // The module processes' doors (MI FIFO, datagram socket, HTTP): opened
+  // here, before any fork; a configured door that cannot open is fatal.
+  std::vector<int> module_fds;
+  if (hooks.open_doors && !hooks.open_doors(&module_fds, &err)) {
+    LOG_ERR("%s", err.c_str());
+    return 1;
+  }
+  if (!o.foreground && !cfg.pid_file.empty()) {
+    // Its directory is made first (/run is empty after a reboot); the file
+    // is claimed like a door: two daemons never share (and delete) one.
+    if (!MakeParentDirs(cfg.pid_file, &err) || !ClaimPath(cfg.pid_file, "pid file " + cfg.pid_file, &err)) {
+      LOG_ERR("pid file: %s", err.c_str());
+      return 1;
+    }
+    FILE* f = std::fopen(cfg.pid_file.c_str(), "we");
+    if (!f || std::fprintf(f, "%d\n", static_cast<int>(getpid())) < 0 || std::fclose(f) != 0) {
+      LOG_ERR("cannot write pid file %s: %s", cfg.pid_file.c_str(), std::strerror(errno));
+      return 1;
+    }
+    pid_written = true;
+  }
 
   mem::ArenaOptions ao;
   ao.arena_mb = static_cast<size_t>(cfg.arena_mb);
@@ -290,7 +429,6 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   ao.max_value = static_cast<size_t>(cfg.max_value_mb) << 20;
   int nmods = static_cast<int>(hooks.procs.size());
   ao.max_procs = static_cast<uint32_t>(nworkers + 2 + nmods > 8 ? nworkers + 2 + nmods : 8);
-  std::string err;
   mem::Arena* a = mem::Arena::Create(ao, &err);
   if (!a) {
     LOG_ERR("cannot create the arena: %s", err.c_str());
@@ -303,7 +441,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     ~ArenaGuard() { mem::Arena::Destroy(a); }
   } arena_guard{a};
   LOG_NOTICE("arena: %d MiB committed, cap %zu MiB, tier %s (%s)", cfg.arena_mb,
-             a->cap_bytes() >> 20, mem::TierName(a->tier()), a->tier_note());
+             a->cap_bytes() >> 20, mem::TierName(a->tier()), ExplainTierNote(a->tier_note()).c_str());
   uint64_t seed = 0;
   if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
   (void)cache::InitCatalog(*a, seed);
@@ -347,26 +485,6 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     pt->live_output[k][0].store(ol[k]->hard);
     pt->live_output[k][1].store(ol[k]->soft);
     pt->live_output[k][2].store(ol[k]->soft_s);
-  }
-  std::vector<int> lfds;
-  if (!cfg.resp.empty()) {
-    for (int i = 0; i < nworkers; ++i) {
-      int fd = BindListener(cfg.resp, &err);
-      if (fd < 0) {
-        LOG_ERR("%s", err.c_str());
-        return 1;
-      }
-      lfds.push_back(fd);
-    }
-  }
-  if (!o.foreground && !cfg.pid_file.empty()) {
-    FILE* f = std::fopen(cfg.pid_file.c_str(), "we");
-    if (f) {
-      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
-      std::fclose(f);
-    } else {
-      LOG_WARN("cannot write pid file %s: %s", cfg.pid_file.c_str(), std::strerror(errno));
-    }
   }
   // Event channels: one datagram socketpair per worker, made before any
   // fork so that only the daemon's own processes hold a write end.
@@ -412,6 +530,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
 
   auto spawn = [&](uint32_t i) -> bool {
     ProcEntry& e = pt->e[i];
+    e.heartbeat_ms.store(WallMs());  // a restarted child is not "stalled" by its predecessor's last beat
     pid_t p = fork();
     if (p < 0) {
       LOG_ERR("fork: %s", std::strerror(errno));
@@ -426,6 +545,19 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       signal(SIGHUP, SIG_IGN);
       e.pid.store(getpid());
       e.start_ms.store(WallMs());
+      // The door locks stay the supervisor's alone: they go when it goes.
+      CloseDoorClaimsInChild();
+      if (ready_fd >= 0) {
+        // Only the supervisor tells the starting process; a child keeps
+        // neither the pipe nor the caller's terminal (syslog only).
+        close(ready_fd);
+        StdioToDevNull();
+        LogAlsoStderr(false);
+      }
+      bool module_proc = i >= static_cast<uint32_t>(2 + nworkers);
+      if (!module_proc) {
+        for (int fd : module_fds) close(fd);
+      }
       for (size_t k = 0; k < lfds.size(); ++k) {
         if (static_cast<int>(k) != static_cast<int>(i) - 2) close(lfds[k]);
       }
@@ -433,7 +565,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
         if (static_cast<int>(k) != static_cast<int>(i) - 2) close(ev_read[k]);
       }
       if (i == 1) RunTimer(*a, cfg, pt, &e);
-      if (i >= static_cast<uint32_t>(2 + nworkers)) {
+      if (module_proc) {
         RunModuleProc(*a, cfg, pt, &e, hooks.procs[i - 2 - static_cast<uint32_t>(nworkers)]);
       }
       RunWorker(*a, cfg, pt, &e, lfds.empty() ? -1 : lfds[i - 2], ev_read[i - 2], hooks);
@@ -444,8 +576,56 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   for (uint32_t i = 1; i < pt->count; ++i) {
     if (!spawn(i)) return 1;
   }
-  LOG_NOTICE("perfcached ready: %d workers on %s, %zu collections", nworkers, cfg.resp.c_str(),
-             cfg.collections.size());
+  LOG_NOTICE("perfcached ready: %d workers on %s, %zu collections", nworkers,
+             cfg.resp.empty() ? "(no RESP door)" : cfg.resp.c_str(), cfg.collections.size());
+  if (ready_fd >= 0) {
+    // Serving: the starting process exits 0; from now on syslog only.
+    ssize_t w;
+    do {
+      w = write(ready_fd, "R", 1);
+    } while (w < 0 && errno == EINTR);
+    close(ready_fd);
+    ready_fd = -1;
+    LogAlsoStderr(false);
+    StdioToDevNull();
+  }
+
+  // Watched every tick: stalled children, a full arena (rate-limited).
+  std::vector<int64_t> stalled_since(pt->count, 0);
+  uint64_t nomem_seen = a->hdr()->nomem_events.load(std::memory_order_relaxed);
+  int64_t nomem_logged = 0;
+  auto watch = [&](int64_t now) {
+    int64_t wall = WallMs();
+    for (uint32_t i = 1; i < pt->count; ++i) {
+      const ProcEntry& e = pt->e[i];
+      Role role = static_cast<Role>(e.role.load());
+      if ((role != Role::kWorker && role != Role::kTimer) || e.pid.load() <= 0) {
+        stalled_since[i] = 0;
+        continue;
+      }
+      int64_t hb = e.heartbeat_ms.load(std::memory_order_relaxed);
+      if (hb == 0) continue;  // not started yet
+      if (wall - hb > 3000 && stalled_since[i] == 0) {
+        stalled_since[i] = hb;
+        LOG_WARN("%s rank %d (pid %d) is stalled: no heartbeat for %lld ms (%s)", RoleName(role), e.rank,
+                 e.pid.load(), static_cast<long long>(wall - hb),
+                 role == Role::kWorker ? "its clients wait; /health answers 503" : "no growth, expiry or repair");
+      } else if (wall - hb <= 3000 && stalled_since[i] != 0) {
+        LOG_NOTICE("%s rank %d (pid %d) beats again after %lld ms", RoleName(role), e.rank, e.pid.load(),
+                   static_cast<long long>(hb - stalled_since[i]));
+        stalled_since[i] = 0;
+      }
+    }
+    uint64_t nm = a->hdr()->nomem_events.load(std::memory_order_relaxed);
+    if (nm != nomem_seen && (nomem_logged == 0 || now - nomem_logged >= 60000)) {
+      LOG_WARN("arena full: %llu allocation(s) refused %s (writes answered -OOM); raise [memory] "
+               "arena_cap_mb, or set maxmemory with an eviction policy (logged at most once a minute)",
+               static_cast<unsigned long long>(nm - nomem_seen),
+               nomem_logged == 0 ? "so far" : "in the last minute");
+      nomem_seen = nm;
+      nomem_logged = now;
+    }
+  };
 
   // Crash-loop control per entry: restarts within the last 30 s.
   std::vector<std::vector<int64_t>> recent(pt->count);
@@ -469,6 +649,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     } else if (sig == SIGHUP) {
       LOG_NOTICE("SIGHUP: logs reopened");
     }
+    if (!stopping) watch(now);
     // Reap.
     for (;;) {
       int st;
@@ -530,8 +711,6 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       }
     }
   }
-  if (!o.foreground && !cfg.pid_file.empty()) unlink(cfg.pid_file.c_str());
-  for (int fd : lfds) close(fd);
   for (int fd : ev_read) close(fd);
   for (int fd : ev_write) close(fd);
   LOG_NOTICE("stopped");
@@ -543,7 +722,7 @@ const char* RoleName(Role r) {
     case Role::kSupervisor: return "supervisor";
     case Role::kTimer: return "timer";
     case Role::kWorker: return "worker";
-    case Role::kModule: return "module process";
+    case Role::kModule: return "MI process";
     case Role::kNone: break;
   }
   return "process";

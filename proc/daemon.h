@@ -60,6 +60,13 @@ struct DaemonHooks {
   std::function<bool(void*)> drain;
   std::function<void(void*, int64_t now_ms)> tick;
   std::function<void(void*)> destroy;
+  // Supervisor, before anything forks or detaches: claim and open the doors
+  // the module processes serve (FIFO, datagram socket, HTTP listener); a
+  // door that cannot open is fatal (*err says why). The descriptors only
+  // module processes use go to *module_fds (closed in workers and timer).
+  std::function<bool(std::vector<int>* module_fds, std::string* err)> open_doors;
+  // Supervisor, after every child is gone: close them and remove the paths.
+  std::function<void()> close_doors;
 };
 
 struct DaemonOptions {

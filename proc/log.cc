@@ -13,6 +13,7 @@ namespace proc {
 namespace {
 
 bool g_syslog = false;
+bool g_stderr_too = false;  // daemonizing: until ready, stderr hears it too
 LogLevel g_level = LogLevel::kNotice;
 const char* g_role = "perfcached";
 const char* kNames[] = {"error", "warning", "notice", "info", "debug"};
@@ -27,6 +28,7 @@ void LogInit(bool to_syslog, LogLevel level) {
 }
 
 void LogSetRole(const char* role) { g_role = role; }
+void LogAlsoStderr(bool on) { g_stderr_too = on; }
 LogLevel CurrentLogLevel() { return g_level; }
 void SetLogLevel(LogLevel l) { g_level = l; }
 const char* LogLevelName(LogLevel l) { return kNames[static_cast<int>(l)]; }
@@ -50,7 +52,7 @@ void Log(LogLevel l, const char* fmt, ...) {
   va_end(ap);
   if (g_syslog) {
     syslog(kSyslog[static_cast<int>(l)], "%s: %s", g_role, msg);
-    return;
+    if (!g_stderr_too) return;
   }
   timeval tv;
   gettimeofday(&tv, nullptr);

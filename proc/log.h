@@ -11,6 +11,10 @@ enum class LogLevel : int { kError = 0, kWarning, kNotice, kInfo, kDebug };
 
 void LogInit(bool to_syslog, LogLevel level);
 void LogSetRole(const char* role);  // shown in every line ("supervisor", "worker 3")
+// Daemonizing: until the daemon serves, every line goes to stderr as well
+// as syslog (a start-up failure is seen where it was started, with or
+// without a syslog daemon).
+void LogAlsoStderr(bool on);
 bool LogLevelFromName(std::string_view name, LogLevel* out);
 const char* LogLevelName(LogLevel l);
 LogLevel CurrentLogLevel();

@@ -12,7 +12,7 @@ PKGS=(
   nlohmann-json3-dev
   redis-tools redis-server python3 python3-redis python3-prometheus-client sqlite3
   clang libclang-rt-14-dev
-  procps iproute2
+  procps iproute2 curl
   kamailio kamailio-redis-modules rtpengine-daemon
 )
 # Packages whose maintainer scripts start a system service on install. The

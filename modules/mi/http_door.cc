@@ -11,7 +11,12 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -22,10 +27,12 @@
 #include "modules/mi/http_checks.h"
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
+#include "proc/claim.h"
 #include "proc/config.h"
 #include "proc/log.h"
 #include "proc/proctable.h"
 #include "proc/secret.h"
+#include "proc/version.h"
 
 namespace modules::mi_door {
 namespace {
@@ -92,6 +99,8 @@ void Metric(std::string* o, const char* name, const char* type, const char* help
   *o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
+bool Healthy(proc::ModuleProcContext& pc, std::string* why);
+
 std::string Metrics(proc::ModuleProcContext& pc) {
   std::string o;
   cache::Ctx& c = *pc.ctx;
@@ -105,14 +114,15 @@ std::string Metrics(proc::ModuleProcContext& pc) {
       {"perfcached_hits_total", cache::kStatHits, "Reads that found the key."},
       {"perfcached_misses_total", cache::kStatMisses, "Reads that did not."},
       {"perfcached_stores_total", cache::kStatStores, "Writes applied."},
-      {"perfcached_removes_total", cache::kStatRemoves, "Keys deleted."},
+      {"perfcached_removes_total", cache::kStatRemoves,
+       "Keys deleted (DEL, MI, and evictions: perfcached_evicted_total is a part of it)."},
       {"perfcached_expired_total", cache::kStatExpired, "Keys removed by expiry."},
       {"perfcached_evicted_total", cache::kStatEvicted, "Keys evicted to stay under maxmemory."},
       {"perfcached_seqlock_retries_total", cache::kStatSeqRetries, "Lock-free read retries."},
       {"perfcached_lock_fallbacks_total", cache::kStatLockFallbacks, "Reads that took the lock."},
       {"perfcached_splits_total", cache::kStatSplits, "Bucket splits (growth)."},
       {"perfcached_merges_total", cache::kStatMerges, "Bucket merges (shrink)."},
-      {"perfcached_nomem_total", cache::kStatNoMem, "Writes refused: arena full."},
+      {"perfcached_nomem_total", cache::kStatNoMem, "Writes to the collection refused (-OOM): arena full."},
       {"perfcached_repairs_total", cache::kStatRepairs, "Buckets repaired after a dead holder."},
   };
   Metric(&o, "perfcached_entries", "gauge", "Records in the collection.");
@@ -155,10 +165,17 @@ std::string Metrics(proc::ModuleProcContext& pc) {
     o += std::string(d.name) + " " + std::to_string(proc::DoorSum(pt, d.stat, true)) + "\n";
   }
   mem::Arena& a = c.arena;
-  Metric(&o, "perfcached_arena_bytes", "gauge", "Shared arena: cap, committed, used.");
-  o += "perfcached_arena_bytes{kind=\"cap\"} " + std::to_string(a.cap_bytes()) + "\n";
-  o += "perfcached_arena_bytes{kind=\"committed\"} " + std::to_string(a.committed_bytes()) + "\n";
-  o += "perfcached_arena_bytes{kind=\"used\"} " + std::to_string(a.used_bytes()) + "\n";
+  // One name per meaning (a sum over a "kind" label would add a cap to a use).
+  Metric(&o, "perfcached_arena_cap_bytes", "gauge", "Shared arena: the most it may grow to.");
+  o += "perfcached_arena_cap_bytes " + std::to_string(a.cap_bytes()) + "\n";
+  Metric(&o, "perfcached_arena_committed_bytes", "gauge", "Shared arena: mapped and committed now.");
+  o += "perfcached_arena_committed_bytes " + std::to_string(a.committed_bytes()) + "\n";
+  Metric(&o, "perfcached_arena_used_bytes", "gauge", "Shared arena: handed out (slab pages, large objects, index).");
+  o += "perfcached_arena_used_bytes " + std::to_string(a.used_bytes()) + "\n";
+  Metric(&o, "perfcached_large_objects", "gauge", "Values stored as large objects (whole 2 MiB groups).");
+  o += "perfcached_large_objects " + std::to_string(a.hdr()->large_objects.load()) + "\n";
+  Metric(&o, "perfcached_large_object_bytes", "gauge", "Bytes of the live large objects.");
+  o += "perfcached_large_object_bytes " + std::to_string(a.hdr()->large_bytes.load()) + "\n";
   Metric(&o, "perfcached_used_memory_bytes", "gauge", "What the data takes (INFO used_memory).");
   o += "perfcached_used_memory_bytes " + std::to_string(mem::UsedMemory(a)) + "\n";
   Metric(&o, "perfcached_groups_returned_total", "counter", "Slab groups given back after all their pages came free.");
@@ -188,12 +205,36 @@ std::string Metrics(proc::ModuleProcContext& pc) {
   }
   Metric(&o, "perfcached_arena_tier", "gauge", "Page tier: 1 hugetlb, 2 thp, 3 collapse, 4 small.");
   o += "perfcached_arena_tier " + std::to_string(static_cast<int>(a.tier())) + "\n";
-  Metric(&o, "perfcached_arena_nomem_total", "counter", "Allocations refused: arena full.");
+  Metric(&o, "perfcached_arena_nomem_total", "counter",
+         "Arena allocations refused, whoever asked (writes, MI, growth); perfcached_nomem_total counts the "
+         "refused writes per collection.");
   o += "perfcached_arena_nomem_total " + std::to_string(a.hdr()->nomem_events.load()) + "\n";
   Metric(&o, "perfcached_process_restarts_total", "counter", "Child processes restarted.");
   uint64_t restarts = 0;
   for (uint32_t i = 0; i < pt.count; ++i) restarts += pt.e[i].restarts.load();
   o += "perfcached_process_restarts_total " + std::to_string(restarts) + "\n";
+  // Worker health as gauges: perfcached_healthy is GET /health (alert on 0).
+  std::string why;
+  int64_t now = cache::NowMs(c);
+  Metric(&o, "perfcached_healthy", "gauge", "1 when every worker is up and beat in the last 3 s (GET /health 200).");
+  o += std::string("perfcached_healthy ") + (Healthy(pc, &why) ? "1" : "0") + "\n";
+  Metric(&o, "perfcached_worker_up", "gauge", "1 while the worker of this rank runs.");
+  for (uint32_t i = 0; i < pt.count; ++i) {
+    if (static_cast<proc::Role>(pt.e[i].role.load()) != proc::Role::kWorker) continue;
+    o += "perfcached_worker_up{rank=\"" + std::to_string(pt.e[i].rank) + "\"} " +
+         (pt.e[i].pid.load() > 0 ? "1" : "0") + "\n";
+  }
+  Metric(&o, "perfcached_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker's last heartbeat (3 s: stalled).");
+  for (uint32_t i = 0; i < pt.count; ++i) {
+    if (static_cast<proc::Role>(pt.e[i].role.load()) != proc::Role::kWorker) continue;
+    int64_t hb = pt.e[i].heartbeat_ms.load();
+    char age[32];
+    std::snprintf(age, sizeof age, "%.3f", hb > 0 && now >= hb ? static_cast<double>(now - hb) / 1000.0 : 0.0);
+    o += "perfcached_worker_heartbeat_age_seconds{rank=\"" + std::to_string(pt.e[i].rank) + "\"} " + age + "\n";
+  }
+  Metric(&o, "perfcached_build_info", "gauge", "Always 1; the labels say which build serves.");
+  o += "perfcached_build_info{version=\"" + std::string(proc::kVersion) + "\",compiler=\"" +
+       Label("g++ " __VERSION__) + "\",built=\"" + Label(__DATE__ " " __TIME__) + "\"} 1\n";
   Metric(&o, "perfcached_uptime_seconds", "gauge", "Seconds since the supervisor started.");
   o += "perfcached_uptime_seconds " +
        std::to_string((cache::NowMs(c) - pt.started_ms.load()) / 1000) + "\n";
@@ -306,24 +347,57 @@ void Serve(evhttp_request* req, Http& h) {
 
 }  // namespace
 
-void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg) {
+void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg, int fd) {
   std::string host;
   int port;
-  if (!proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
+  if (fd < 0 || !proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
   auto* h = new Http{evhttp_new(base), &pc, &reg, host, port};
   evhttp_set_max_body_size(h->http, 64 * 1024);
   evhttp_set_max_headers_size(h->http, 16 * 1024);
   evhttp_set_timeout(h->http, 10);
   evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
   evhttp_set_gencb(h->http, &OnRequest, h);
-  if (!evhttp_bind_socket_with_handle(h->http, host.c_str(), static_cast<ev_uint16_t>(port))) {
-    LOG_ERR("HTTP door: cannot listen on %s", pc.cfg->http.c_str());
+  // The supervisor bound it (OpenHttpListener); libevent closes this
+  // process's copy when the door is freed.
+  if (!evhttp_accept_socket_with_handle(h->http, fd)) {
+    LOG_ERR("HTTP door: cannot serve %s", pc.cfg->http.c_str());
     evhttp_free(h->http);
     delete h;
     return nullptr;
   }
-  LOG_INFO("HTTP door on %s", pc.cfg->http.c_str());
   return h;
+}
+
+int OpenHttpListener(const std::string& hostport, const std::string& run_dir, std::string* err) {
+  if (!proc::ClaimTcp(hostport, run_dir, err)) {
+    *err = "HTTP door: " + *err;
+    return -1;
+  }
+  std::string host;
+  int port;
+  proc::ParseHostPort(hostport, &host, &port);
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) {
+    *err = "HTTP door: cannot resolve " + host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // never SO_REUSEPORT
+  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+    int e = errno;
+    *err = "HTTP door: cannot listen on " + hostport + ": " +
+           (e == EADDRINUSE ? std::string("address in use (another process listens there)")
+                            : std::string(std::strerror(e)));
+    if (fd >= 0) close(fd);
+    freeaddrinfo(res);
+    return -1;
+  }
+  freeaddrinfo(res);
+  return fd;
 }
 
 void StopHttp(void* p) {

@@ -18,6 +18,7 @@
 #include "mem/slab.h"
 #include "proc/events.h"
 #include "proc/log.h"
+#include "proc/version.h"
 
 namespace modules::mi_door {
 namespace {
@@ -217,7 +218,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
     return mi::MiResult(Json{{"Help", c->help}, {"Exported by", c->module}});
   });
   Add(r, "core", "version", "server version", {{}}, [](const Params&) {
-    return mi::MiResult(Json{{"Server", "perfcached 0.1.0 (x86_64/linux)"}});
+    return mi::MiResult(Json{{"Server", std::string("perfcached ") + proc::kVersion + " (x86_64/linux)"}});
   });
   Add(r, "core", "uptime", "start time and uptime", {{}}, [e](const Params&) {
     time_t now = time(nullptr);
@@ -383,13 +384,23 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (out.empty()) return mi::MiError(404, "Statistics Not Found");
         return mi::MiResult(out);
       });
-  Add(r, "core", "reset_statistics", "re-baseline counters by bare name (gauges are not touched)",
+  Add(r, "core", "reset_statistics", "re-baseline counters: \"group:name\" as get_statistics prints it, or the bare name (gauges are not touched)",
       {{"statistics"}}, [e](const Params& p) {
         std::vector<std::string> want;
         std::string err;
         if (!p.GetArray("statistics", &want, &err)) return mi::MiParamError(err);
         bool any = false;
-        for (const auto& w : want) any |= ResetStat(e->pc, w);
+        for (const auto& w : want) {
+          // "group:name" as get_statistics prints it, or the bare name.
+          std::string name = w;
+          if (size_t colon = w.rfind(':'); colon != std::string::npos) {
+            bool known = false;
+            for (const auto& s : CollectStats(e->pc)) known |= s.incremental && s.group + ":" + s.name == w;
+            if (!known) continue;
+            name = w.substr(colon + 1);
+          }
+          any |= ResetStat(e->pc, name);
+        }
         if (!any) return mi::MiError(404, "Statistics Not Found");
         return mi::MiOk();
       });

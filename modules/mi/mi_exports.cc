@@ -12,7 +12,7 @@ int MiProcesses(const proc::Config& cfg) {
   return !cfg.mi_fifo.empty() || !cfg.mi_datagram.empty() || !cfg.http.empty() ? 1 : 0;
 }
 
-constexpr ProcExport kProcs[] = {{"MI", &MiProcesses, &RunMi}};
+constexpr ProcExport kProcs[] = {{"MI", &MiProcesses, &RunMi, &OpenMiDoors, &CloseMiDoors}};
 
 }  // namespace
 

@@ -2,9 +2,15 @@
 // and the UNIX datagram transport (mi_datagram), served by one process.
 // Copyright (c) 2026 the perfcached authors.
 //
-// FIFO (../shared/reference/opensips-mi.md §1.1): the process makes the
-// FIFO (mkfifo + chmod), opens it for reading and keeps its own write end
-// open so that clients opening and closing it never cause EOF. Each wake-up
+// Every door is claimed and opened by the supervisor before it forks
+// (OpenMiDoors, proc/claim.h): a door that cannot open stops start-up, a
+// path another daemon serves is never taken over, and the supervisor
+// removes the paths when the daemon stops (CloseMiDoors); the MI process,
+// and a restart of it, serves the descriptors it inherits.
+//
+// FIFO (../shared/reference/opensips-mi.md §1.1): made with mkfifo at
+// exactly fifo_mode, opened for reading, with a write end kept open so
+// that clients opening and closing it never cause EOF. Each wake-up
 // does one read of at most 4096 bytes minus what is buffered; every
 // complete ":reply_name:{json}" frame in the buffer is served in order. A
 // reply goes to reply_dir + reply_name: opened write-only and non-blocking
@@ -37,6 +43,7 @@
 #include "modules/mi/mi_module.h"
 
 #include <event2/event.h>
+#include "proc/claim.h"
 #include "proc/config.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
@@ -54,7 +61,8 @@ bool NumericId(const std::string& s, unsigned long* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size() && *out < 4294967295ul;
 }
 
-bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid, gid_t* gid) {
+bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid, gid_t* gid,
+                  std::string* err) {
   *uid = static_cast<uid_t>(-1);
   *gid = static_cast<gid_t>(-1);
   unsigned long id;
@@ -62,7 +70,7 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
     const passwd* pw = getpwnam(user.c_str());
     if (!pw && NumericId(user, &id)) pw = getpwuid(static_cast<uid_t>(id));
     if (!pw) {
-      LOG_ERR("MI FIFO: unknown fifo_user '%s'", user.c_str());
+      *err = "MI FIFO: unknown fifo_user '" + user + "'";
       return false;
     }
     *uid = pw->pw_uid;
@@ -72,7 +80,7 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
     const struct group* gr = getgrnam(group.c_str());
     if (!gr && NumericId(group, &id)) gr = getgrgid(static_cast<gid_t>(id));
     if (!gr) {
-      LOG_ERR("MI FIFO: unknown fifo_group '%s'", group.c_str());
+      *err = "MI FIFO: unknown fifo_group '" + group + "'";
       return false;
     }
     *gid = gr->gr_gid;
@@ -83,26 +91,62 @@ bool ResolveOwner(const std::string& user, const std::string& group, uid_t* uid,
 // Make the FIFO with exactly `mode` (umask cleared around mkfifo: no chmod
 // by path), then open it for reading without following a symlink and check
 // it is the FIFO we made; ownership is changed through that descriptor
-// (fchown), so a symlink planted at the path is never followed. Returns
-// the read descriptor, or -1.
-int MakeFifo(const std::string& path, mode_t mode, struct stat* st) {
-  std::string dir = path.substr(0, path.rfind('/'));
-  if (!dir.empty()) mkdir(dir.c_str(), 0755);  // /run/perfcached: fine if it exists
+// (fchown), so a symlink planted at the path is never followed. The caller
+// holds the path's claim (proc/claim.h): what is at the path is ours to
+// replace. Returns the read descriptor, or -1 with *err.
+int MakeFifo(const std::string& path, mode_t mode, struct stat* st, std::string* err) {
   unlink(path.c_str());
   mode_t old = umask(0);
   int rc = mkfifo(path.c_str(), mode);
   umask(old);
   if (rc != 0) {
-    LOG_ERR("MI FIFO: mkfifo %s: %s", path.c_str(), std::strerror(errno));
+    *err = "MI FIFO: mkfifo " + path + ": " + std::strerror(errno);
     return -1;
   }
   int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0 || fstat(fd, st) != 0 || !S_ISFIFO(st->st_mode)) {
-    LOG_ERR("MI FIFO: %s is not the FIFO just made: %s", path.c_str(), std::strerror(errno));
+    *err = "MI FIFO: " + path + " is not the FIFO just made: " + std::strerror(errno);
     if (fd >= 0) close(fd);
     return -1;
   }
   return fd;
+}
+
+// The whole FIFO door: made, given to fifo_user:fifo_group, with our own
+// writer kept open (clients opening and closing it never cause EOF).
+bool MakeFifoDoor(const proc::Config& cfg, mode_t mode, int* rfd, int* wfd, struct stat* made,
+                  std::string* err) {
+  *rfd = MakeFifo(cfg.mi_fifo, mode, made, err);
+  if (*rfd < 0) return false;
+  if (!cfg.mi_fifo_user.empty() || !cfg.mi_fifo_group.empty()) {
+    uid_t uid;
+    gid_t gid;
+    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid, err)) {
+      close(*rfd);
+      *rfd = -1;
+      return false;
+    }
+    if (fchown(*rfd, uid, gid) != 0) {
+      int e = errno;
+      *err = "MI FIFO: cannot give " + cfg.mi_fifo + " to " +
+             (cfg.mi_fifo_user.empty() ? std::string() : cfg.mi_fifo_user) + ":" + cfg.mi_fifo_group + ": " +
+             std::strerror(e) + (e == EPERM ? " (only root can change a file's owner)" : "");
+      close(*rfd);
+      *rfd = -1;
+      return false;
+    }
+    fstat(*rfd, made);
+  }
+  *wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  struct stat w;
+  if (*wfd < 0 || fstat(*wfd, &w) != 0 || w.st_ino != made->st_ino || w.st_dev != made->st_dev) {
+    *err = "MI FIFO: open " + cfg.mi_fifo + ": " + std::strerror(errno);
+    if (*wfd >= 0) close(*wfd);
+    close(*rfd);
+    *rfd = *wfd = -1;
+    return false;
+  }
+  return true;
 }
 
 // The FIFO at `path` is still the one we made.
@@ -157,15 +201,14 @@ namespace {
 
 constexpr size_t kDatagramMax = 65457;
 
-int OpenDatagram(const std::string& path) {
+// The caller holds the path's claim and probed it (OpenMiDoors).
+int OpenDatagram(const std::string& path, std::string* err) {
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   if (path.size() >= sizeof sa.sun_path) {
-    LOG_ERR("MI datagram: path too long: %s", path.c_str());
+    *err = "MI datagram: path too long (at most " + std::to_string(sizeof sa.sun_path - 1) + " bytes): " + path;
     return -1;
   }
-  std::string dir = path.substr(0, path.rfind('/'));
-  if (!dir.empty()) mkdir(dir.c_str(), 0755);
   std::memcpy(sa.sun_path, path.c_str(), path.size());
   unlink(path.c_str());
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -175,13 +218,33 @@ int OpenDatagram(const std::string& path) {
   int rc = fd < 0 ? -1 : bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   umask(old);
   if (rc != 0) {
-    LOG_ERR("MI datagram: bind %s: %s", path.c_str(), std::strerror(errno));
+    *err = "MI datagram: bind " + path + ": " + std::strerror(errno);
     if (fd >= 0) close(fd);
     return -1;
   }
   int sz = 1 << 20;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
   return fd;
+}
+
+// Somebody receives on the datagram socket at `path` (a connect succeeds).
+bool DatagramServed(const std::string& path) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.size() >= sizeof sa.sun_path) return false;
+  std::memcpy(sa.sun_path, path.c_str(), path.size());
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  bool served = fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  if (fd >= 0) close(fd);
+  return served;
+}
+
+// Somebody reads the FIFO at `path` (a writer's non-blocking open succeeds).
+bool FifoServed(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
 }
 
 void ServeDatagram(int fd, const mi::Registry& reg) {
@@ -228,8 +291,13 @@ constexpr int64_t kHoldMs = 1000;
 
 void OnFifo(evutil_socket_t, short, void* arg);
 
+void WatchFifo(MiState& st) {
+  st.fifo_ev = event_new(st.base, st.rfd, EV_READ | EV_PERSIST, &OnFifo, &st);
+  event_add(st.fifo_ev, nullptr);
+}
+
+// Make the FIFO again (it was removed or replaced while we served).
 void OpenFifo(MiState& st) {
-  const proc::Config& cfg = *st.cfg;
   if (st.fifo_ev) {
     event_free(st.fifo_ev);
     st.fifo_ev = nullptr;
@@ -237,29 +305,13 @@ void OpenFifo(MiState& st) {
   if (st.rfd >= 0) close(st.rfd);
   if (st.wfd >= 0) close(st.wfd);
   st.rfd = st.wfd = -1;
-  st.rfd = MakeFifo(cfg.mi_fifo, st.mode, &st.made);
-  if (st.rfd < 0) return;
-  uid_t uid;
-  gid_t gid;
-  if (!cfg.mi_fifo_user.empty() || !cfg.mi_fifo_group.empty()) {
-    if (!ResolveOwner(cfg.mi_fifo_user, cfg.mi_fifo_group, &uid, &gid) || fchown(st.rfd, uid, gid) != 0) {
-      LOG_ERR("MI FIFO: cannot give %s to %s:%s: %s", cfg.mi_fifo.c_str(), cfg.mi_fifo_user.c_str(),
-              cfg.mi_fifo_group.c_str(), std::strerror(errno));
-    }
-    fstat(st.rfd, &st.made);
-  }
-  st.wfd = open(cfg.mi_fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);  // keep a writer
-  struct stat w;
-  if (st.wfd < 0 || fstat(st.wfd, &w) != 0 || w.st_ino != st.made.st_ino || w.st_dev != st.made.st_dev) {
-    LOG_ERR("MI FIFO: open %s: %s", cfg.mi_fifo.c_str(), std::strerror(errno));
-    if (st.wfd >= 0) close(st.wfd);
-    close(st.rfd);
-    st.rfd = st.wfd = -1;
+  std::string err;
+  if (!MakeFifoDoor(*st.cfg, st.mode, &st.rfd, &st.wfd, &st.made, &err)) {
+    LOG_ERR("%s", err.c_str());
     return;
   }
-  st.fifo_ev = event_new(st.base, st.rfd, EV_READ | EV_PERSIST, &OnFifo, &st);
-  event_add(st.fifo_ev, nullptr);
-  LOG_INFO("MI FIFO listening on %s", cfg.mi_fifo.c_str());
+  WatchFifo(st);
+  LOG_NOTICE("MI FIFO made again at %s", st.cfg->mi_fifo.c_str());
 }
 
 void ServeFifo(MiState& st);
@@ -388,6 +440,107 @@ void OnTick(evutil_socket_t, short, void* arg) {
 
 }  // namespace
 
+namespace {
+
+// Opened by the supervisor (OpenMiDoors) before any fork; every MI process
+// (a restarted one too) serves these descriptors.
+struct Doors {
+  int fifo_r = -1, fifo_w = -1;
+  struct stat made {};
+  int dgram = -1;
+  int http = -1;
+  bool fifo_ours = false, dgram_ours = false;  // we made the path: we remove it
+};
+Doors g_doors;
+
+mode_t FifoMode(const proc::Config& cfg) {
+  unsigned mode = 0600;
+  std::string e;
+  (void)proc::ParseFifoMode(cfg.mi_fifo_mode, &mode, &e);  // validated by FinishConfig
+  return static_cast<mode_t>(mode);
+}
+
+// What is at a door's path before we take it: nothing, or a FIFO / socket
+// nobody serves (left by a daemon that died). Anything else is refused.
+bool PathFree(const std::string& path, const char* door, bool fifo, std::string* err) {
+  struct stat ls;
+  if (lstat(path.c_str(), &ls) != 0) return true;
+  std::string what = std::string(door) + " " + path;
+  if (fifo ? !S_ISFIFO(ls.st_mode) : !S_ISSOCK(ls.st_mode)) {
+    *err = what + ": the path exists and is not a " + (fifo ? "FIFO" : "socket") +
+           ": remove it or choose another path";
+    return false;
+  }
+  if (fifo ? FifoServed(path) : DatagramServed(path)) {
+    *err = what + ": another process " + (fifo ? "reads this FIFO" : "is bound to this socket") +
+           " (an older perfcached, or another program): not taking it over";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool OpenMiDoors(const proc::Config& cfg, std::vector<int>* fds, std::string* err) {
+  if (!cfg.mi_fifo.empty()) {
+    const std::string& path = cfg.mi_fifo;
+    if (!proc::MakeParentDirs(path, err)) {
+      *err = "MI FIFO " + path + ": " + *err;
+      return false;
+    }
+    if (!proc::ClaimPath(path, "MI FIFO " + path, err)) return false;
+    if (!PathFree(path, "MI FIFO", true, err)) return false;
+    if (!MakeFifoDoor(cfg, FifoMode(cfg), &g_doors.fifo_r, &g_doors.fifo_w, &g_doors.made, err)) return false;
+    g_doors.fifo_ours = true;
+    fds->push_back(g_doors.fifo_r);
+    fds->push_back(g_doors.fifo_w);
+    LOG_NOTICE("MI FIFO listening on %s (mode %04o)", path.c_str(), static_cast<unsigned>(FifoMode(cfg)));
+  }
+  if (!cfg.mi_datagram.empty()) {
+    const std::string& path = cfg.mi_datagram;
+    if (!proc::MakeParentDirs(path, err)) {
+      *err = "MI datagram socket " + path + ": " + *err;
+      return false;
+    }
+    if (!proc::ClaimPath(path, "MI datagram socket " + path, err)) return false;
+    if (!PathFree(path, "MI datagram socket", false, err)) return false;
+    g_doors.dgram = OpenDatagram(path, err);
+    if (g_doors.dgram < 0) return false;
+    g_doors.dgram_ours = true;
+    fds->push_back(g_doors.dgram);
+    LOG_NOTICE("MI datagram socket listening on %s", path.c_str());
+  }
+  if (!cfg.http.empty()) {
+    g_doors.http = OpenHttpListener(cfg.http, proc::RunDir(cfg), err);
+    if (g_doors.http < 0) return false;
+    fds->push_back(g_doors.http);
+    LOG_NOTICE("HTTP door listening on http://%s/ (/metrics /stats /health /reset-stats /mi)",
+               cfg.http.c_str());
+  }
+  return true;
+}
+
+void CloseMiDoors(const proc::Config& cfg) {
+  for (int* fd : {&g_doors.fifo_r, &g_doors.fifo_w, &g_doors.dgram, &g_doors.http}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+  // Ours to remove: we hold their claims (a second perfcached never got
+  // here). Our descriptors are closed and every child is gone, so if the
+  // path still has a reader, it is somebody else's (a program that does
+  // not claim, which replaced ours): left alone.
+  struct stat st;
+  if (g_doors.fifo_ours && lstat(cfg.mi_fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode) &&
+      !FifoServed(cfg.mi_fifo)) {
+    unlink(cfg.mi_fifo.c_str());
+  }
+  if (g_doors.dgram_ours && lstat(cfg.mi_datagram.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+      !DatagramServed(cfg.mi_datagram)) {
+    unlink(cfg.mi_datagram.c_str());
+  }
+  g_doors.fifo_ours = g_doors.dgram_ours = false;
+}
+
 void RunMi(proc::ModuleProcContext& pc) {
   MiState st;
   st.pc = &pc;
@@ -397,20 +550,24 @@ void RunMi(proc::ModuleProcContext& pc) {
   for (const modules::ModuleExports* m : modules::AllModules()) {
     if (m->mi_commands) m->mi_commands(st.reg, pc);
   }
-  unsigned mode = 0600;
-  std::string merr;
-  if (!proc::ParseFifoMode(pc.cfg->mi_fifo_mode, &mode, &merr)) LOG_ERR("%s: using 0600", merr.c_str());
-  st.mode = static_cast<mode_t>(mode);
-  if (!pc.cfg->mi_fifo.empty()) OpenFifo(st);
-  if (!pc.cfg->mi_datagram.empty()) {
-    st.dfd = OpenDatagram(pc.cfg->mi_datagram);
-    if (st.dfd >= 0) {
-      st.dgram_ev = event_new(st.base, st.dfd, EV_READ | EV_PERSIST, &OnDatagram, &st);
-      event_add(st.dgram_ev, nullptr);
-      LOG_INFO("MI datagram on %s", pc.cfg->mi_datagram.c_str());
+  st.mode = FifoMode(*pc.cfg);
+  if (!pc.cfg->mi_fifo.empty()) {
+    st.rfd = g_doors.fifo_r;
+    st.wfd = g_doors.fifo_w;
+    st.made = g_doors.made;
+    // A restarted MI process: the FIFO may have been made again since.
+    if (st.rfd >= 0 && SameFifo(pc.cfg->mi_fifo, st.made)) {
+      WatchFifo(st);
+    } else {
+      OpenFifo(st);
     }
   }
-  void* http = pc.cfg->http.empty() ? nullptr : StartHttp(st.base, pc, st.reg);
+  if (g_doors.dgram >= 0) {
+    st.dfd = g_doors.dgram;
+    st.dgram_ev = event_new(st.base, st.dfd, EV_READ | EV_PERSIST, &OnDatagram, &st);
+    event_add(st.dgram_ev, nullptr);
+  }
+  void* http = g_doors.http >= 0 ? StartHttp(st.base, pc, st.reg, g_doors.http) : nullptr;
   event* tick = event_new(st.base, -1, EV_PERSIST, &OnTick, &st);
   timeval half{0, 500 * 1000};
   event_add(tick, &half);
@@ -419,13 +576,11 @@ void RunMi(proc::ModuleProcContext& pc) {
   event_free(tick);
   if (st.fifo_ev) event_free(st.fifo_ev);
   if (st.dgram_ev) event_free(st.dgram_ev);
+  // The paths stay: the supervisor removes them when the daemon stops
+  // (CloseMiDoors), and a restarted MI process serves them again.
   if (st.rfd >= 0) close(st.rfd);
   if (st.wfd >= 0) close(st.wfd);
-  if (!pc.cfg->mi_fifo.empty()) unlink(pc.cfg->mi_fifo.c_str());
-  if (st.dfd >= 0) {
-    close(st.dfd);
-    unlink(pc.cfg->mi_datagram.c_str());
-  }
+  if (st.dfd >= 0) close(st.dfd);
   event_base_free(st.base);
 }
 

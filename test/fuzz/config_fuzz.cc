@@ -10,7 +10,8 @@
 //     DumpConfig again, apart from its first line, which names the source. Skipped when
 //     secrets are set, since the dump masks them;
 //   * the same effective configuration rebuilt with ApplyOverride ("section.key=value",
-//     "collection.NAME.key=value") on the defaults dumps the same.
+//     "collection.NAME.key=value") on the defaults dumps the same (the collections are
+//     declared by a file of "[collection NAME]" headers: -o tunes, never creates, one).
 //
 // -DCONFIG_FUZZ_IGNORE_KNOWN=1 skips the re-load check when the dump holds " #" (a value
 // starting with '#' is dumped as "key = #...", which the loader reads as a comment) so a
@@ -119,10 +120,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (Body(d1) != Body(d2)) Fail("the re-loaded dump differs", d1, d2);
   }
 
-  // Rebuild it with overrides on the defaults.
+  // Rebuild it with overrides on the defaults (collections declared by a file).
   std::vector<std::string> ovr;
   if (AsOverrides(c, &ovr)) {
     proc::Config o;
+    static MemFile decl("config_fuzz_decl");
+    std::string headers;
+    for (const proc::CollectionConfig& cc : c.collections) headers += "[collection " + cc.name + "]\n";
+    decl.Set(headers);
+    if (!proc::LoadConfigFile(decl.path, &o, &err)) Fail(("collection headers refused: " + err).c_str(), d1);
     for (const std::string& kv : ovr) {
       if (!proc::ApplyOverride(kv, &o, &err)) Fail(("override refused: " + err).c_str(), d1);
     }

@@ -79,6 +79,25 @@ class HttpDoor(unittest.TestCase):
         again = self.metrics()
         self.assertGreaterEqual(again[key], after[key])
 
+    def test_metrics_build_health_one_name_per_meaning(self):
+        m = self.metrics()
+        builds = [dict(lab) for (n, lab), v in m.items() if n == "perfcached_build_info" and v == 1]
+        self.assertEqual(len(builds), 1)
+        self.assertRegex(builds[0]["version"], r"^\d+\.\d+\.\d+$")
+        self.assertEqual(m[("perfcached_healthy", ())], 1)
+        ups = {dict(lab)["rank"]: v for (n, lab), v in m.items() if n == "perfcached_worker_up"}
+        self.assertEqual(sorted(ups), ["1"])  # workers=1
+        self.assertTrue(all(v == 1 for v in ups.values()))
+        for (n, lab), v in m.items():
+            if n == "perfcached_worker_heartbeat_age_seconds":
+                self.assertLess(v, 3)
+        for n in ("perfcached_arena_cap_bytes", "perfcached_arena_committed_bytes", "perfcached_arena_used_bytes",
+                  "perfcached_large_objects", "perfcached_large_object_bytes"):
+            self.assertIn((n, ()), m)
+        self.assertGreaterEqual(m[("perfcached_arena_cap_bytes", ())], m[("perfcached_arena_committed_bytes", ())])
+        # No family mixes meanings under a label (cap + committed + used summed is nothing).
+        self.assertEqual([k for k in m if "kind" in dict(k[1])], [])
+
     def test_grafana_dashboard_uses_real_metrics(self):
         import re
         with open(os.path.join(ROOT, "contrib", "grafana-perfcached.json")) as f:

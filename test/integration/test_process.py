@@ -20,7 +20,11 @@ class Daemonize(unittest.TestCase):
         port = free_port()
         p = subprocess.run([BIN, "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "daemon.pid_file=" + pidf,
                             "-o", "daemon.workers=1", "-o", "memory.arena_mb=32",
-                            "-o", "memory.hugepages=off"], timeout=20)
+                            "-o", "memory.hugepages=off",
+                            # its own MI paths: the default /run/perfcached ones may be served
+                            # by another daemon on this host, and a second one is refused
+                            "-o", "mi.fifo_name=%s/fifo" % d, "-o", "mi.datagram=%s/mi.sock" % d,
+                            "-o", "mi.reply_dir=%s/" % d], timeout=20)
         self.assertEqual(p.returncode, 0)  # the launcher returns once it has forked
         self.assertTrue(wait_port(port))
         deadline = time.time() + 10

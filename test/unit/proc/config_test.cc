@@ -412,17 +412,21 @@ TEST(Config, Overrides) {
   UNSIGNED_LONGS_EQUAL(1, c.resp_secrets.size());
   STRCMP_EQUAL("<ok>", OverrideErr("daemon.pid_file=/run/a=b.pid", &c).c_str());  // '=' in the value
   STRCMP_EQUAL("/run/a=b.pid", c.pid_file.c_str());
-  STRCMP_EQUAL("<ok>", OverrideErr("collection.sessions.buckets_log2=14", &c).c_str());
-  STRCMP_EQUAL("<ok>", OverrideErr("collection.sessions.expired_events=yes", &c).c_str());
-  STRCMP_EQUAL("<ok>", OverrideErr("collection.a.b.load_factor=2", &c).c_str());  // NAME may hold dots
-  UNSIGNED_LONGS_EQUAL(2, c.collections.size());
-  STRCMP_EQUAL("sessions", c.collections[0].name.c_str());
-  UNSIGNED_LONGS_EQUAL(16384, c.collections[0].buckets);
-  CHECK_TRUE(c.collections[0].expired_events);
-  STRCMP_EQUAL("a.b", c.collections[1].name.c_str());
-  UNSIGNED_LONGS_EQUAL(2, c.collections[1].load_factor);
   CHECK(FinishConfig(&c, &err));
-  UNSIGNED_LONGS_EQUAL(2, c.collections.size());
+
+  // Collections: -o tunes one the file declares (NAME may hold dots).
+  Config d;
+  STRCMP_EQUAL("<ok>", LoadErr("[collection sessions]\n[collection a.b]\n", &d).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.sessions.buckets_log2=14", &d).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.sessions.expired_events=yes", &d).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.a.b.load_factor=2", &d).c_str());
+  CHECK(FinishConfig(&d, &err));
+  UNSIGNED_LONGS_EQUAL(2, d.collections.size());
+  STRCMP_EQUAL("sessions", d.collections[0].name.c_str());
+  UNSIGNED_LONGS_EQUAL(16384, d.collections[0].buckets);
+  CHECK_TRUE(d.collections[0].expired_events);
+  STRCMP_EQUAL("a.b", d.collections[1].name.c_str());
+  UNSIGNED_LONGS_EQUAL(2, d.collections[1].load_factor);
 
   // Overrides apply on top of a file.
   Config f;
@@ -455,7 +459,58 @@ TEST(Config, MalformedOverrides) {
   std::string err;
   STRCMP_EQUAL("<ok>", OverrideErr("collection..buckets=16", &c).c_str());
   CHECK_FALSE(FinishConfig(&c, &err));
-  STRCMP_EQUAL("-o collection..buckets: [collection ]: the name must be 1..63 characters", err.c_str());
+  CHECK(err.rfind("-o collection..buckets: no collection ''", 0) == 0);
+}
+
+// What -C must catch before start-up trips on it (issue 12).
+TEST(Config, CheckCatches) {
+  std::string err, e;
+  // A misspelt collection is refused, never created.
+  Config a;
+  STRCMP_EQUAL("<ok>", LoadErr("[collection sessions]\n", &a).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.sesions.buckets=4096", &a).c_str());
+  CHECK_FALSE(FinishConfig(&a, &err));
+  STRCMP_EQUAL("-o collection.sesions.buckets: no collection 'sesions' (collections: sessions); a new "
+               "collection is declared in the config file: [collection sesions]",
+               err.c_str());
+  // On the default databases, tuning one keeps the other fifteen.
+  Config b;
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.0.expired_events=yes", &b).c_str());
+  CHECK(FinishConfig(&b, &err));
+  UNSIGNED_LONGS_EQUAL(16, b.collections.size());
+  CHECK_TRUE(b.collections[0].expired_events);
+  CHECK_FALSE(b.collections[1].expired_events);
+  // ... also when databases is changed after it.
+  Config b2;
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.3.load_factor=8", &b2).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("daemon.databases=4", &b2).c_str());
+  CHECK(FinishConfig(&b2, &err));
+  UNSIGNED_LONGS_EQUAL(4, b2.collections.size());
+  UNSIGNED_LONGS_EQUAL(8, b2.collections[3].load_factor);
+  // A key set twice in a file is refused (lists add up); buckets and
+  // buckets_log2 are one setting.
+  e = LoadErr("[daemon]\nworkers = 2\nworkers = 3\n");
+  CHECK(e.rfind("F:3: 'workers' is set twice in [daemon] (first at ", 0) == 0);
+  CHECK(e.find(":2): remove one") != std::string::npos);
+  e = LoadErr("[collection s]\nbuckets = 64\n[collection s]\nbuckets_log2 = 8\n");
+  CHECK(e.rfind("F:4: 'buckets_log2' is set twice in [collection s]", 0) == 0);
+  STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp_allow = 10.0.0.0/8\nresp_allow = 10.1.0.0/16\n").c_str());
+  // A -o given twice: the last wins, and -C notes it.
+  Config n;
+  STRCMP_EQUAL("<ok>", OverrideErr("memory.arena_mb=32", &n).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("memory.arena_mb=64", &n).c_str());
+  LONGS_EQUAL(64, n.arena_mb);
+  UNSIGNED_LONGS_EQUAL(1, n.notes.size());
+  // [listen] list items are named by their own line.
+  STRCMP_EQUAL("F:2: [listen] resp_allow: expected an address or CIDR (10.0.0.0/8, 2001:db8::/32), got 'bogus'",
+               FinishErr("[listen]\nresp_allow = bogus\nresp_allow = 10.0.0.0/8\n").c_str());
+  STRCMP_EQUAL("F:3: [listen] resp_collections: '1:nosuch' names no declared collection",
+               FinishErr("[listen]\nresp_collections = 0:a\nresp_collections = 1:nosuch\n"
+                         "resp_collections = 2:a\n[collection a]\n").c_str());
+  // The HTTP door on the RESP door's address.
+  STRCMP_EQUAL("F:3: [listen] http = 127.0.0.1:6379 is the RESP door's address (resp = 127.0.0.1:6379): give the "
+               "HTTP door its own port",
+               FinishErr("[listen]\nresp = 127.0.0.1:6379\nhttp = 127.0.0.1:6379\n").c_str());
 }
 
 TEST(Config, DumpMasksSecrets) {

@@ -232,7 +232,7 @@ TEST(Config, UnknownKeyListsTheSection) {
   STRCMP_EQUAL(("F:2: unknown key 'workerz' in [daemon] (expected one of: " + Keys("daemon") + ")").c_str(),
                LoadErr("[daemon]\nworkerz = 1\n").c_str());
   STRCMP_EQUAL("F:3: unknown key 'arena' in [memory] (expected one of: arena_mb, arena_cap_mb, hugepages, "
-               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples)",
+               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples, lfu_log_factor, lfu_decay_time)",
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());
@@ -302,6 +302,13 @@ TEST(Config, MaxmemoryPolicy) {
   STRCMP_EQUAL("<ok>", LoadErr("[memory]\nmaxmemory = 2gb\nmaxmemory_samples = 10\n", &c).c_str());
   CHECK_EQUAL(int64_t{2} << 30, c.maxmemory);
   CHECK_EQUAL(10, c.maxmemory_samples);
+  CHECK_EQUAL(10, c.lfu_log_factor);  // Redis's defaults
+  CHECK_EQUAL(1, c.lfu_decay_time);
+  Config d;
+  STRCMP_EQUAL("<ok>", LoadErr("[memory]\nlfu_log_factor = 0\nlfu_decay_time = 5\n", &d).c_str());
+  CHECK_EQUAL(0, d.lfu_log_factor);
+  CHECK_EQUAL(5, d.lfu_decay_time);
+  STRCMP_EQUAL("F:2: expected an integer in 0..2147483647, got '-1'", LoadErr("[memory]\nlfu_decay_time = -1\n").c_str());
 }
 
 // config_fuzz: a collection name starting with '#' (or holding " #") loaded,

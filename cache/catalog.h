@@ -164,6 +164,9 @@ struct Ctx {
   uint32_t slot;
   int64_t clock_skew_ms = 0;       // tests: pretend time moved
   bool touch = true;               // reads count as accesses (cache/access.h; NoTouch)
+  // Told of each key a full arena made this process evict (cache/evict.h
+  // MakeRoomFor): collection, key. Set by a door that raises events.
+  std::function<void(std::string_view, std::string_view)> on_evict;
   std::string scratch;             // reused buffers (no malloc per op)
   std::vector<Off> dead;           // cells to free after unlock
 };

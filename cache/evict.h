@@ -46,13 +46,27 @@ void InitMemoryLimits(Catalog* cat);
 using EvictedFn = std::function<void(std::string_view, std::string_view)>;
 
 // Before a write that may grow memory: evict until used memory is at most
-// maxmemory. kOk when it is (or no limit is set); kNoMem when the policy
-// cannot make room (the caller refuses the write: -OOM). *evicted counts
+// maxmemory, at most 256 keys. kOk when it is, when no limit is set, or when
+// the bound was reached with the policy still evicting (as Redis lets a
+// command run when its eviction time limit hits); kNoMem when the policy
+// cannot evict (the caller refuses the write: -OOM). *evicted counts
 // the keys it removed (also added to each collection's evicted stat).
 [[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {});
 // One eviction by the policy, whatever the memory; false when there is no
 // candidate.
 bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict = {});
+// The arena has no cell of `bytes` to give (kNoMem) and the policy evicts
+// (any but noeviction, with or without maxmemory): evict one key. The
+// first kRoomByPolicy attempts of a write evict by the policy alone (the
+// keys it says go first go, whatever their size); after that, a key whose
+// record has a cell of the same class is preferred (its cell serves the
+// write at once: memcached's per-class eviction), since another class frees
+// memory for this one only when a whole page comes free. `attempt`: how many
+// this write made before. False when the policy cannot evict. Callers retry
+// the allocation after each.
+inline constexpr int kRoomByPolicy = 32;
+bool MakeRoomFor(Ctx& c, size_t bytes, int attempt);
+
 // Empty this thread's LRU / LFU candidate pool (and free its memory).
 void ForgetEvictionPool();
 

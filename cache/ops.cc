@@ -6,6 +6,7 @@
 
 #include "cache/access.h"
 #include "cache/dict.h"
+#include "cache/evict.h"
 #include "cache/hash.h"
 #include "mem/canary.h"
 #include "cache/internal.h"
@@ -15,6 +16,9 @@
 namespace cache {
 
 using namespace detail;
+
+// Keys a write may evict to find a cell in a full arena (cache/evict.h MakeRoomFor).
+constexpr int kMaxRoomEvictions = 256;
 
 namespace {
 
@@ -384,15 +388,22 @@ Status CopyBig(Ctx& c, const TableRef& t, std::string_view key, Off rec, std::sp
 }
 
 // Build a record in a fresh cell (before any lock is taken).
+// Alloc; a full arena under an evicting policy makes room first (cache/evict.h
+// MakeRoomFor), at most kMaxRoomEvictions keys.
+Status AllocRoom(Ctx& c, size_t bytes, Off* out) {
+  Status s = c.alloc.Alloc(bytes, out);
+  for (int i = 0; s == Status::kNoMem && i < kMaxRoomEvictions && MakeRoomFor(c, bytes, i); ++i) {
+    s = c.alloc.Alloc(bytes, out);
+  }
+  return s;
+}
+
 Status BuildRecord(Ctx& c, uint8_t type, std::string_view key, std::string_view value,
                    int64_t expire_ms, Off* out) {
   if (key.size() > kMaxKey) return Status::kTooBig;
   if (value.size() > c.arena.hdr()->max_value) return Status::kTooBig;
   Off rec;
-  if (Status s = c.alloc.Alloc(RecordBytes(type, key.size(), value.size()), &rec);
-      s != Status::kOk) {
-    return s;
-  }
+  if (Status s = AllocRoom(c, RecordBytes(type, key.size(), value.size()), &rec); s != Status::kOk) return s;
   char* p = c.arena.At(rec);
   mem::StoreRelaxed8(p + kOffType, type);
   RecView{p}.set_access(AccessFresh(LoadAccessParams(*c.catalog)));
@@ -565,7 +576,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       // Bucket full: drop the locks, allocate an overflow node, retry.
       if (ovf_locked) mem::Unlock(h.ovf.lock);
       mem::Unlock(b->lock);
-      if (Status s = c.alloc.Alloc(kNodeBytes, &node); s != Status::kOk) {
+      if (Status s = AllocRoom(c, kNodeBytes, &node); s != Status::kOk) {
         c.alloc.Free(nrec);
         Count(c, h, kStatNoMem);
         return s;

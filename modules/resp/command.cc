@@ -308,7 +308,17 @@ void Dispatch(Env& e, net::Conn& c) {
     }
   }
   size_t before = c.out.size();
+  // A full arena makes a write evict (cache/evict.h MakeRoomFor): raise
+  // E_PERF_EVICTED for those too.
+  bool evict_events = (spec->flags & kDenyOom) && proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
+  if (evict_events) {
+    e.ctx->on_evict = [&e](std::string_view coll, std::string_view key) {
+      proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
+                       NowMs(e));
+    };
+  }
   spec->handler(ctx);
+  if (evict_events) e.ctx->on_evict = nullptr;
   if (ctx.r.over()) c.out_over = true;  // the server closes it (client-output-buffer-limit)
   // E_PERF_NOMEM: a write refused because the arena is full (subscribers only).
   if (proc::HasSubscribers(e.procs->events, proc::kEvNomem) && c.out.size() > before + 4 &&

@@ -40,8 +40,9 @@ class MiFifo(unittest.TestCase):
         new = self.call("perf_maxmemory", {"maxmemory": "512mb", "policy": "volatile-ttl"})["result"]
         self.assertEqual((new["maxmemory"], new["policy"]), (512 << 20, "volatile-ttl"))
         self.assertEqual(self.call("perf_maxmemory")["result"]["policy"], "volatile-ttl")
-        err = self.call("perf_maxmemory", {"policy": "allkeys-lru"})["error"]
-        self.assertIn("not built yet", err["data"])
+        self.assertEqual(self.call("perf_maxmemory", {"policy": "allkeys-lfu"})["result"]["policy"], "allkeys-lfu")
+        err = self.call("perf_maxmemory", {"policy": "lru"})["error"]
+        self.assertIn("Bad policy (noeviction, allkeys-lru", err["data"])
         err = self.call("perf_maxmemory", {"maxmemory": "lots"})["error"]
         self.assertIn("Bad maxmemory", err["data"])
         self.assertEqual(self.call("perf_maxmemory", {"maxmemory": "0", "policy": "noeviction"})["result"]["maxmemory"], 0)

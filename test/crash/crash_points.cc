@@ -44,7 +44,9 @@
 #include <string>
 #include <vector>
 
+#include "cache/access.h"
 #include "cache/audit.h"
+#include "cache/evict.h"
 #include "cache/encoding.h"
 #include "cache/table.h"
 #include "mem/arena.h"
@@ -625,6 +627,31 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
   std::string tmp = "tmp" + std::to_string(round);
   if (cache::CreateCollection(c, tmp, co, &tt) == Status::kOk) {
     for (int i = 0; i < 40; ++i) (void)cache::Set(c, tt, "t:" + std::to_string(i), val(i, 9));
+    // LRU reads store their access under the bucket lock; LRU / LFU
+    // evictions (the pool, a re-check, a versioned delete) — volatile ones,
+    // of keys with a TTL (the model-checked keys have none)
+    {
+      cache::StoreOpts vt;
+      vt.expire_ms = now + 100000;
+      for (int i = 0; i < 10; ++i) (void)cache::Set(c, tt, "v:" + std::to_string(i), val(i, 9), vt);
+      cache::MemoryLimits ml;
+      ml.policy = cache::EvictPolicy::kVolatileLru;
+      cache::SetMemoryLimits(c, ml);
+      c.clock_skew_ms = 5000;
+      cache::AccessClockTick(c);
+      std::string v;
+      for (int i = 0; i < 20; ++i) (void)cache::GetString(c, tt, "t:" + std::to_string(i), &v);
+      (void)cache::GetString(c, to, "o:90", &v);  // a key in the overflow table
+      (void)cache::EvictOne(c, ml);
+      ml.policy = cache::EvictPolicy::kVolatileLfu;
+      cache::SetMemoryLimits(c, ml);
+      for (int i = 0; i < 5; ++i) (void)cache::GetString(c, tt, "v:" + std::to_string(i), &v);
+      (void)cache::EvictOne(c, ml);
+      cache::ForgetEvictionPool();
+      c.clock_skew_ms = 0;
+      cache::AccessClockTick(c);
+      cache::SetMemoryLimits(c, cache::MemoryLimits{});
+    }
     // FLUSHDB and the drop free tries too: a trie hash and a trie set here
     auto tries = [&] {
       std::vector<std::string> st;

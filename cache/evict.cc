@@ -181,8 +181,7 @@ void PoolInsert(Candidate&& cand) {
 }
 
 bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
-  if (DelIfVersion(c, v.t, v.key, v.version) != Status::kOk) return false;  // changed or gone
-  detail::Count(c, *v.t.h, kStatEvicted);
+  if (EvictKey(c, v.t, v.key, v.version) != Status::kOk) return false;  // changed or gone
   if (on_evict) on_evict(v.coll, v.key);
   return true;
 }

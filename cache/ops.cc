@@ -683,7 +683,8 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
 
 namespace {
 constexpr uint64_t kAnyVersion = ~uint64_t{0};
-Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version);
+Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version,
+               Stat counted = kStatRemoves);
 }  // namespace
 
 Status Del(Ctx& c, const TableRef& t, std::string_view key) {
@@ -694,8 +695,13 @@ Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key, uint64_t ve
   return DelImpl(c, t, key, version);
 }
 
+Status EvictKey(Ctx& c, const TableRef& t, std::string_view key, uint64_t version) {
+  return DelImpl(c, t, key, version, kStatEvicted);
+}
+
 namespace {
-Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version) {
+Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_version,
+               Stat counted) {
   TableHeader& h = *t.h;
   const mem::Arena& a = c.arena;
   KeyLock k;
@@ -716,7 +722,7 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
   FreeValue(c, k.rec);
   c.alloc.Free(k.node);
   Count(c, h, kStatDestroyed);
-  Count(c, h, expired ? kStatExpired : kStatRemoves);
+  Count(c, h, expired ? kStatExpired : counted);
   return expired ? Status::kNotFound : Status::kOk;
 }
 }  // namespace

@@ -65,6 +65,9 @@ struct StoreOpts {
 // the second half of a read-then-delete (RENAME, GETDEL) without a lost write.
 [[nodiscard]] Status DelIfVersion(Ctx& c, const TableRef& t, std::string_view key,
                                   uint64_t version);
+// DelIfVersion by the eviction policy: counted as evicted, not removed
+// (the two statistics never overlap).
+[[nodiscard]] Status EvictKey(Ctx& c, const TableRef& t, std::string_view key, uint64_t version);
 // MSETNX: set every key (kv = key, value, key, value ...) only if none of
 // them exists; a key given twice takes its last value, as in Redis.
 // *all_set says which happened. Not atomic against a concurrent writer of

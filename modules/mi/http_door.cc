@@ -115,7 +115,7 @@ std::string Metrics(proc::ModuleProcContext& pc) {
       {"perfcached_misses_total", cache::kStatMisses, "Reads that did not."},
       {"perfcached_stores_total", cache::kStatStores, "Writes applied."},
       {"perfcached_removes_total", cache::kStatRemoves,
-       "Keys deleted (DEL, MI, and evictions: perfcached_evicted_total is a part of it)."},
+       "Keys deleted (DEL, MI, overwritten by RENAME ...; evictions are perfcached_evicted_total)."},
       {"perfcached_expired_total", cache::kStatExpired, "Keys removed by expiry."},
       {"perfcached_evicted_total", cache::kStatEvicted, "Keys evicted to stay under maxmemory."},
       {"perfcached_seqlock_retries_total", cache::kStatSeqRetries, "Lock-free read retries."},

@@ -205,8 +205,14 @@ TEST(Access, AllKeysLruEvictsTheLongestIdle) {
   Advance(100);
   for (int i = 0; i < 200; ++i) Read(t, testing::Key(i));
   Advance(1);
+  cache::CollectionInfo before, after;
+  CHECK(cache::CollectionInfoOf(*c, t, &before));
   int idle = EvictCount(cache::EvictPolicy::kAllKeysLru, 100, t, 200, 400);
   CHECK_TEXT(idle >= 95, ("evicted " + std::to_string(idle) + " of 100 from the idle half").c_str());
+  // counted as evicted, not as removed (the two never overlap)
+  CHECK(cache::CollectionInfoOf(*c, t, &after));
+  CHECK_EQUAL(before.stats[cache::kStatEvicted] + 100, after.stats[cache::kStatEvicted]);
+  CHECK_EQUAL(before.stats[cache::kStatRemoves], after.stats[cache::kStatRemoves]);
   CHECK_EQUAL(0, 200 - [&] {
     int n = 0;
     for (int i = 0; i < 200; ++i) n += cache::Probe(*c, t, testing::Key(i), nullptr) == Status::kOk;

@@ -45,14 +45,30 @@ struct Candidate {
   int cls = -1;       // the slab class of its record (-1: a large object)
 };
 
-// A collection, picked with probability proportional to its keys.
-bool PickCollection(Ctx& c, std::string* name, uint32_t* level) {
-  std::vector<CollectionInfo> infos = ListCollections(c);
+// A collection, picked with probability proportional to its keys. The
+// weights (ListCollections sums every process's statistics line of every
+// collection) are this process's copy, refreshed every 100 ms: evictions
+// come by the thousand per second, and a dropped collection only makes
+// one sample miss (OpenCollection fails).
+struct PickWeights {
+  std::vector<CollectionInfo> infos;
   uint64_t total = 0;
-  for (const auto& ci : infos) total += ci.entries;
-  if (total == 0) return false;
-  uint64_t r = DictRandom() % total;
-  for (const auto& ci : infos) {
+  int64_t at_ms = 0;
+};
+thread_local PickWeights t_weights;
+
+bool PickCollection(Ctx& c, std::string* name, uint32_t* level) {
+  PickWeights& w = t_weights;
+  int64_t now = NowMs(c);
+  if (w.infos.empty() || now - w.at_ms >= 100 || now < w.at_ms || w.total == 0) {
+    w.infos = ListCollections(c);
+    w.total = 0;
+    for (const auto& ci : w.infos) w.total += ci.entries;
+    w.at_ms = now;
+  }
+  if (w.total == 0) return false;
+  uint64_t r = DictRandom() % w.total;
+  for (const auto& ci : w.infos) {
     if (r < ci.entries) {
       *name = ci.name;
       *level = ci.level;
@@ -154,6 +170,7 @@ bool Sample(Ctx& c, const MemoryLimits& l, std::vector<Candidate>* out) {
     }
     cursor = next;
   }
+  if (out->size() == before) t_weights.at_ms = 0;  // nothing there: the weights may be stale
   return true;
 }
 
@@ -244,7 +261,10 @@ bool MakeRoomFor(Ctx& c, size_t bytes, int attempt) {
   return EvictOne(c, l, c.on_evict);  // no key of that class found: by the policy
 }
 
-void ForgetEvictionPool() { std::vector<Candidate>().swap(t_pool); }
+void ForgetEvictionPool() {
+  std::vector<Candidate>().swap(t_pool);
+  t_weights = PickWeights{};
+}
 
 bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
   if (l.policy == EvictPolicy::kNoEviction) return false;

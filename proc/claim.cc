@@ -157,23 +157,30 @@ std::string RunDir(const Config& cfg) {
   return cfg.pid_file.empty() ? std::string("/run/perfcached") : DirOf(cfg.pid_file);
 }
 
-bool ClaimPath(const std::string& path, const std::string& what, std::string* err) {
-  size_t slash = path.rfind('/');
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string lock = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." + base + ".lock";
+// TakeLock with the door's words: *err = busy_pre + "another perfcached
+// (pid N) serves it", or error_pre + "lock file F <why>".
+static bool TakeClaim(const std::string& lock, const std::string& busy_pre, const std::string& error_pre,
+               std::string* err) {
   int pid;
   std::string why;
   switch (TakeLock(lock, &pid, &why)) {
     case Lock::kHeld:
       return true;
     case Lock::kBusy:
-      *err = what + ": " + Busy(pid);
+      *err = busy_pre + Busy(pid);
       return false;
     case Lock::kError:
       break;
   }
-  *err = what + ": lock file " + lock + " " + why;
+  *err = error_pre + "lock file " + lock + " " + why;
   return false;
+}
+
+bool ClaimPath(const std::string& path, const std::string& what, std::string* err) {
+  size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string lock = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." + base + ".lock";
+  return TakeClaim(lock, what + ": ", what + ": ", err);
 }
 
 bool ClaimTcp(const std::string& hostport, const std::string& run_dir, std::string* err) {
@@ -204,18 +211,8 @@ bool ClaimTcp(const std::string& hostport, const std::string& run_dir, std::stri
   }
   std::string lock = run_dir + (run_dir.back() == '/' ? "" : "/") + ".perfcached-tcp-" + num + ":" +
                      std::to_string(port) + ".lock";
-  int pid;
-  switch (TakeLock(lock, &pid, &why)) {
-    case Lock::kHeld:
-      return true;
-    case Lock::kBusy:
-      *err = "cannot listen on " + hostport + ": address in use: " + Busy(pid);
-      return false;
-    case Lock::kError:
-      break;
-  }
-  *err = "cannot claim " + hostport + ": lock file " + lock + " " + why;
-  return false;
+  return TakeClaim(lock, "cannot listen on " + hostport + ": address in use: ", "cannot claim " + hostport + ": ",
+                   err);
 }
 
 void ReleaseDoorClaims() {

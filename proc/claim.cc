@@ -231,12 +231,12 @@ void CloseDoorClaimsInChild() {
   g_claims.clear();
 }
 
-bool ProbeTcpFree(const std::string& hostport, std::string* err) {
+int BindTcp(const std::string& hostport, bool reuseport, int backlog, std::string* err) {
   std::string host;
   int port;
   if (!ParseHostPort(hostport, &host, &port)) {
     *err = "bad listen address " + hostport;
-    return false;
+    return -1;
   }
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
@@ -244,23 +244,32 @@ bool ProbeTcpFree(const std::string& hostport, std::string* err) {
   int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (rc != 0) {
     *err = "cannot resolve " + host + ": " + gai_strerror(rc);
-    return false;
+    return -1;
   }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
-  // SO_REUSEADDR (a connection in TIME_WAIT is no owner), never
-  // SO_REUSEPORT: this bind fails while anybody listens on the address.
+  // SO_REUSEADDR: a connection in TIME_WAIT is no owner.
   if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0;
+  if (fd >= 0 && reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && (backlog == 0 || listen(fd, backlog) == 0);
   int e = errno;
-  if (fd >= 0) close(fd);
   freeaddrinfo(res);
   if (!ok) {
+    if (fd >= 0) close(fd);
     *err = "cannot listen on " + hostport + ": " +
            (e == EADDRINUSE ? std::string("address in use (another process listens there)")
                             : std::string(std::strerror(e)));
+    return -1;
   }
-  return ok;
+  return fd;
+}
+
+bool ProbeTcpFree(const std::string& hostport, std::string* err) {
+  // Without SO_REUSEPORT this bind fails while anybody listens on the address.
+  int fd = BindTcp(hostport, /*reuseport=*/false, /*backlog=*/0, err);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
 }
 
 bool MakeParentDirs(const std::string& path, std::string* err) {

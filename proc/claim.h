@@ -75,6 +75,13 @@ void CloseDoorClaimsInChild();
 // false with *err naming who listens there when it cannot.
 bool ProbeTcpFree(const std::string& hostport, std::string* err);
 
+// A non-blocking, close-on-exec TCP socket bound to `hostport`
+// (SO_REUSEADDR; SO_REUSEPORT only when `reuseport`: the RESP workers'
+// sockets) and listening with `backlog` (0: bound only). -1 with *err =
+// "cannot listen on HOSTPORT: address in use (another process listens
+// there)" or the system's reason.
+int BindTcp(const std::string& hostport, bool reuseport, int backlog, std::string* err);
+
 // mkdir -p of the directory part of `path` (mode 0755). False with *err.
 bool MakeParentDirs(const std::string& path, std::string* err);
 

@@ -4,7 +4,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -45,35 +44,6 @@ int64_t WallMs() {
 }
 
 void OwnerBump(std::atomic<int64_t>& v, int64_t x) { v.store(x, std::memory_order_relaxed); }
-
-int BindListener(const std::string& hostport, std::string* err) {
-  std::string host;
-  int port;
-  if (!ParseHostPort(hostport, &host, &port)) {
-    *err = "bad listen address " + hostport;
-    return -1;
-  }
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) {
-    *err = "cannot resolve " + host + ": " + gai_strerror(rc);
-    return -1;
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 511) != 0) {
-    *err = "cannot listen on " + hostport + ": " + std::strerror(errno);
-    if (fd >= 0) close(fd);
-    freeaddrinfo(res);
-    return -1;
-  }
-  freeaddrinfo(res);
-  return fd;
-}
 
 // The arena's tier note in words for the start-up log: the ladder's errno
 // texts ("Bad address" is MADV_POPULATE_WRITE's EFAULT when the hugetlb
@@ -387,7 +357,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       return 1;
     }
     for (int i = 0; i < nworkers; ++i) {
-      int fd = BindListener(cfg.resp, &err);
+      int fd = BindTcp(cfg.resp, /*reuseport=*/true, 511, &err);
       if (fd < 0) {
         LOG_ERR("RESP door: %s", err.c_str());
         return 1;

@@ -50,7 +50,8 @@ DAEMON_LIB := $(BUILD)/libperfdaemon.a
 DAEMON_BIN := bin/perfcached
 CLI_BIN := bin/perfcli
 EVENT_LIBS := $(shell pkg-config --libs libevent_core libevent_extra 2>/dev/null || echo -levent_core -levent_extra) \
-              $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium)
+              $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium) \
+              $(shell pkg-config --libs tinyxml2 2>/dev/null || echo -ltinyxml2)
 UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
 SOAK_OBJS := $(BUILD)/test/soak/engine_soak.o
@@ -174,7 +175,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event
+FUZZ_TARGETS := glob resp config mi http event xmlrpc
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -200,6 +201,10 @@ $(BUILD)/fuzz/event_fuzz: test/fuzz/event_fuzz.cc modules/resp/event_decode.cc m
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/event_fuzz.cc modules/resp/event_decode.cc mi/mi.cc
+$(BUILD)/fuzz/xmlrpc_fuzz: test/fuzz/xmlrpc_fuzz.cc modules/mi/xmlrpc.cc modules/mi/xmlrpc.h mi/mi.cc mi/mi.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/xmlrpc_fuzz.cc modules/mi/xmlrpc.cc mi/mi.cc -ltinyxml2
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

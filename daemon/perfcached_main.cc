@@ -115,9 +115,11 @@ int main(int argc, char** argv) {
                 cfg.hugepages.c_str());
     std::printf("  RESP door: %s%s\n", cfg.resp.empty() ? "(off)" : cfg.resp.c_str(),
                 cfg.resp_secrets.empty() ? " (no AUTH)" : " (AUTH required)");
-    std::printf("  MI: FIFO %s, datagram %s, HTTP %s\n", cfg.mi_fifo.empty() ? "(off)" : cfg.mi_fifo.c_str(),
-                cfg.mi_datagram.empty() ? "(off)" : cfg.mi_datagram.c_str(),
-                cfg.http.empty() ? "(off)" : cfg.http.c_str());
+    std::printf("  MI: FIFO %s, datagram %s, HTTP %s, XML-RPC %s%s\n",
+                cfg.mi_fifo.empty() ? "(off)" : cfg.mi_fifo.c_str(),
+                cfg.mi_datagram.empty() ? "(off)" : cfg.mi_datagram.c_str(), cfg.http.empty() ? "(off)" : cfg.http.c_str(),
+                cfg.mi_xmlrpc.empty() ? "(off)" : cfg.mi_xmlrpc.c_str(),
+                cfg.mi_xmlrpc.empty() ? "" : ("/" + cfg.mi_xmlrpc_root).c_str());
     std::printf("  %zu collection(s):", cfg.collections.size());
     for (const auto& c : cfg.collections) {
       std::printf(" %s%s", c.name.c_str(), c.expired_events ? " (expired_events)" : "");

@@ -144,15 +144,11 @@ bool ResolveParams(const Command& c, const Json& params, Params* out, std::strin
   return false;
 }
 
-namespace {
-
 Json ErrorReply(const Json& id, int code, const std::string& message, const std::string& data) {
   Json e = {{"code", code}, {"message", message}};
   if (!data.empty()) e["data"] = data;
   return Json{{"jsonrpc", "2.0"}, {"error", std::move(e)}, {"id", id}};
 }
-
-}  // namespace
 
 Json Dispatch(const Registry& r, const Json& req) {
   if (!req.is_object()) return ErrorReply(nullptr, kInvalidRequest, "Invalid Request", "");

@@ -98,6 +98,8 @@ class Registry {
 // returns false with the -32602 data string in *err.
 bool ResolveParams(const Command& c, const Json& params, Params* out, std::string* err);
 
+// A JSON-RPC error reply: {"jsonrpc":"2.0","error":{"code","message"[,"data"]},"id"}.
+Json ErrorReply(const Json& id, int code, const std::string& message, const std::string& data = {});
 // Handle one JSON-RPC request (already parsed). Returns the reply object,
 // or a null Json for a notification (no "id": nothing to send).
 Json Dispatch(const Registry& r, const Json& request);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -180,11 +181,15 @@ const ParamSpec kParams[] = {
     STR_ROW("mi", reply_dir, mi_reply_dir,
             "directory of the clients' reply FIFOs"),
     STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),
+    STR_ROW("mi", xmlrpc, mi_xmlrpc,
+            "MI XML-RPC door host:port (OpenSIPS mi_xmlrpc_ng; a bare port is 127.0.0.1); empty = off; "
+            "off loopback it needs [secrets] http"),
+    STR_ROW("mi", xmlrpc_root, mi_xmlrpc_root, "URL path of the XML-RPC door: POST /<xmlrpc_root>"),
     LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)"),
     LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
-             "HTTP door bearer token(s): when set, every request needs one (loopback too); "
-             "required when [listen] http is not loopback"),
+             "HTTP and XML-RPC doors' bearer token(s): when set, every request needs one (loopback too); "
+             "required when [listen] http or [mi] xmlrpc is not loopback"),
 };
 
 #undef INT_ROW
@@ -534,6 +539,23 @@ bool ValidOwner(const std::string& s) {
   return true;
 }
 
+struct TcpDoor {
+  const std::string* addr;
+  const char* key;        // origin key ("listen.http")
+  const char* label;      // "[listen] http"
+  const char* short_key;  // "http"
+  const char* name;       // "HTTP door"
+};
+
+// One port on one host, or on a wildcard address (port 0 is any free port:
+// never a clash).
+bool SameTcpAddress(const std::string& a, const std::string& b) {
+  std::string h1, h2;
+  int p1, p2;
+  if (a.empty() || b.empty() || !ParseHostPort(a, &h1, &p1) || !ParseHostPort(b, &h2, &p2)) return false;
+  return p1 == p2 && p1 != 0 && (h1 == h2 || h1 == "0.0.0.0" || h2 == "0.0.0.0" || h1 == "::" || h2 == "::");
+}
+
 }  // namespace
 
 bool ParseFifoMode(std::string_view s, unsigned* mode, std::string* err) {
@@ -654,28 +676,41 @@ bool FinishConfig(Config* c, std::string* err) {
       return false;
     }
   }
-  if (!c->http.empty()) {
+  const TcpDoor tcp[] = {{&c->resp, "listen.resp", "[listen] resp", "resp", "RESP door"},
+                         {&c->http, "listen.http", "[listen] http", "http", "HTTP door"},
+                         {&c->mi_xmlrpc, "mi.xmlrpc", "[mi] xmlrpc", "xmlrpc", "XML-RPC door"}};
+  // The doors a bearer token guards ([secrets] http): host:port, and a
+  // token when they are not on loopback.
+  for (const TcpDoor& d : {tcp[1], tcp[2]}) {
+    if (d.addr->empty()) continue;
     std::string host;
     int port;
-    if (!ParseHostPort(c->http, &host, &port)) {
-      *err = Where(*c, "listen.http") + "[listen] http: expected host:port, got '" + c->http + "'";
+    if (!ParseHostPort(*d.addr, &host, &port)) {
+      *err = Where(*c, d.key) + d.label + ": expected host:port, got '" + *d.addr + "'";
       return false;
     }
     if (!IsLoopbackHost(host) && c->http_tokens.empty()) {
-      *err = Where(*c, "listen.http") + "[listen] http = " + c->http +
+      *err = Where(*c, d.key) + d.label + " = " + *d.addr +
              " is not loopback: set [secrets] http (a bearer token) to open it";
       return false;
     }
   }
-  if (!c->resp.empty() && !c->http.empty()) {
-    std::string h1, h2;
-    int p1, p2;
-    if (ParseHostPort(c->resp, &h1, &p1) && ParseHostPort(c->http, &h2, &p2) && p1 == p2 && p1 != 0 &&
-        (h1 == h2 || h1 == "0.0.0.0" || h2 == "0.0.0.0" || h1 == "::" || h2 == "::")) {
-      *err = Where(*c, "listen.http") + "[listen] http = " + c->http + " is the RESP door's address (resp = " +
-             c->resp + "): give the HTTP door its own port";
+  // Two TCP doors on one address: the later one is named.
+  for (size_t j = 1; j < std::size(tcp); ++j) {
+    for (size_t i = 0; i < j; ++i) {
+      if (!SameTcpAddress(*tcp[i].addr, *tcp[j].addr)) continue;
+      *err = Where(*c, tcp[j].key) + tcp[j].label + " = " + *tcp[j].addr + " is the " + tcp[i].name +
+             "'s address (" + tcp[i].short_key + " = " + *tcp[i].addr + "): give the " + tcp[j].name +
+             " its own port";
       return false;
     }
+  }
+  if (c->mi_xmlrpc_root.empty() || c->mi_xmlrpc_root.size() > 64 ||
+      c->mi_xmlrpc_root.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-") !=
+          std::string::npos) {
+    *err = Where(*c, "mi.xmlrpc_root") + "[mi] xmlrpc_root: expected 1..64 of A-Z a-z 0-9 . _ ~ - (the path "
+           "after '/'), got '" + c->mi_xmlrpc_root + "'";
+    return false;
   }
   for (const auto& m : c->resp_collections) {
     size_t colon = m.find(':');

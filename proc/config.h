@@ -68,9 +68,11 @@ struct Config {
   std::string mi_fifo_user;     // owner of the FIFO (name or uid); empty = ours
   std::string mi_fifo_group;    // group (name or gid); empty = the user's group
   std::string mi_datagram = "/run/perfcached/perfcached_mi.sock";  // empty = off
+  std::string mi_xmlrpc;                // XML-RPC door host:port (mi_xmlrpc_ng); empty = off
+  std::string mi_xmlrpc_root = "RPC2";  // its URL path: POST /RPC2 (mi_xmlrpc_ng's http_root)
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
-  std::vector<std::string> http_tokens;      // HTTP bearer tokens (when set: required on every request)
+  std::vector<std::string> http_tokens;      // HTTP and XML-RPC bearer tokens (when set: required on every request)
   // [collection NAME]
   std::vector<CollectionConfig> collections;
 

@@ -50,11 +50,22 @@ bool HostHeaderAllowed(std::string_view host, std::string_view listener_host, in
   return false;
 }
 
-bool IsJsonContentType(std::string_view v) {
+namespace {
+
+// The media type of a Content-Type value: before any ';', blanks trimmed.
+std::string_view MediaType(std::string_view v) {
   v = v.substr(0, v.find(';'));
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  return EqNoCase(v, "application/json");
+  return v;
+}
+
+}  // namespace
+
+bool IsJsonContentType(std::string_view v) { return EqNoCase(MediaType(v), "application/json"); }
+
+bool IsXmlContentType(std::string_view v) {
+  return EqNoCase(MediaType(v), "text/xml") || EqNoCase(MediaType(v), "application/xml");
 }
 
 bool BearerToken(std::string_view a, std::string_view* token) {

@@ -1,4 +1,4 @@
-// perfcached — the HTTP door's request checks, connection-free (fuzzed: test/fuzz/http_fuzz.cc).
+// perfcached — the HTTP and XML-RPC doors' request checks, connection-free (fuzzed: test/fuzz/http_fuzz.cc).
 // Copyright (c) 2026 the perfcached authors.
 #pragma once
 
@@ -16,6 +16,9 @@ bool HostHeaderAllowed(std::string_view host_header, std::string_view listener_h
                        const std::vector<std::string>& names);
 // Content-Type is application/json (parameters such as charset allowed).
 bool IsJsonContentType(std::string_view content_type);
+// Content-Type is text/xml or application/xml (parameters allowed): what
+// XML-RPC clients send, and what a cross-site form cannot.
+bool IsXmlContentType(std::string_view content_type);
 // "Bearer <token>" -> token; false for any other scheme or an empty token.
 bool BearerToken(std::string_view authorization, std::string_view* token);
 bool EqNoCase(std::string_view a, std::string_view b);

@@ -1,85 +1,41 @@
 // perfcached — the HTTP door: /metrics (Prometheus), /stats, /health, /reset-stats, /mi.
 // Copyright (c) 2026 the perfcached authors.
 //
-// Runs inside the MI process's event loop (libevent evhttp), never on a
-// worker. With a token in [secrets] http, every request (loopback too) needs
-// "Authorization: Bearer <token>" (the config refuses a non-loopback
-// listener without one); the Host header must name this listener (DNS
-// rebinding) and a POST must be application/json (cross-site forms). Counters in /metrics are the raw per-process sums:
+// Runs inside the MI process's event loop (libevent evhttp, http_server.h),
+// never on a worker. With a token in [secrets] http, every request
+// (loopback too) needs "Authorization: Bearer <token>" (the config refuses
+// a non-loopback listener without one); the Host header must name this
+// listener (DNS rebinding) and a POST must be application/json (cross-site
+// forms). Counters in /metrics are the raw per-process sums:
 // a stats reset (MI, CONFIG RESETSTAT, POST /reset-stats) re-baselines what
 // MI and INFO show, never what Prometheus scrapes, so counters only rise.
-#include <event2/buffer.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <exception>
 #include <string>
 
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "mem/slab.h"
 #include "modules/mi/http_checks.h"
+#include "modules/mi/http_server.h"
 #include "modules/mi/mi_module.h"
 #include "modules/mi/mi_stats.h"
-#include "proc/claim.h"
 #include "proc/config.h"
 #include "proc/log.h"
 #include "proc/proctable.h"
-#include "proc/secret.h"
 #include "proc/version.h"
 
 namespace modules::mi_door {
 namespace {
 
-struct Http {
-  evhttp* http = nullptr;
-  proc::ModuleProcContext* pc = nullptr;
-  const mi::Registry* reg = nullptr;
-  std::string host;  // the listener's
-  int port = 0;
-};
+// A cross-site form or fetch() without a preflight can only send
+// text/plain, form or multipart bodies: POSTs here must be JSON.
+bool JsonBody(evhttp_request* req) { return IsJsonContentType(RequestContentType(req)); }
 
 void Send(evhttp_request* req, int code, const char* reason, const std::string& body,
           const char* type = "application/json") {
-  evkeyvalq* h = evhttp_request_get_output_headers(req);
-  evhttp_add_header(h, "Content-Type", type);
-  evbuffer* b = evbuffer_new();
-  evbuffer_add(b, body.data(), body.size());
-  evhttp_send_reply(req, code, reason, b);
-  evbuffer_free(b);
-}
-
-// With a token configured, every request needs it, loopback included: a
-// browser on this host, any local user and a proxy all come from loopback.
-// Tokens are compared in constant time (libsodium), never with ==.
-bool Authorized(const Http& h, evhttp_request* req) {
-  if (h.pc->cfg->http_tokens.empty()) return true;  // FinishConfig: loopback listener only
-  const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-  std::string_view tok;
-  if (!auth || !BearerToken(auth, &tok)) return false;
-  bool ok = proc::SecretMatches(h.pc->cfg->http_tokens, tok);
-  proc::Wipe(const_cast<char*>(auth), std::strlen(auth));  // libevent's copy of the header
-  return ok;
-}
-
-// DNS rebinding: a page from evil.example that re-resolves to 127.0.0.1
-// still sends "Host: evil.example" (http_checks.h says what is accepted).
-bool HostAllowed(const Http& h, evhttp_request* req) {
-  const char* hv = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-  return hv && HostHeaderAllowed(hv, h.host, h.port, h.pc->cfg->http_hosts);
-}
-
-// A cross-site form or fetch() without a preflight can only send
-// text/plain, form or multipart bodies: POSTs here must be JSON.
-bool JsonBody(evhttp_request* req) {
-  const char* ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-  return ct && IsJsonContentType(ct);
+  SendReply(req, code, reason, body, type);
 }
 
 std::string Label(const std::string& v) {
@@ -267,36 +223,13 @@ bool Healthy(proc::ModuleProcContext& pc, std::string* why) {
   return true;
 }
 
-void Serve(evhttp_request* req, Http& h);
-
-// No input may throw out of a libevent callback (it would abort the process).
-void OnRequest(evhttp_request* req, void* arg) {
-  try {
-    Serve(req, *static_cast<Http*>(arg));
-  } catch (const std::exception& e) {
-    LOG_ERR("HTTP door: %s", e.what());
-    Send(req, 500, "Internal Server Error", "{\"error\":\"internal error\"}");
-  }
-}
-
-void Serve(evhttp_request* req, Http& h) {
-  if (!HostAllowed(h, req)) {
-    Send(req, 421, "Misdirected Request", "{\"error\":\"Host does not name this listener\"}");
-    return;
-  }
-  if (!Authorized(h, req)) {
-    evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-    Send(req, 401, "Unauthorized", "{\"error\":\"a bearer token is required\"}");
-    return;
-  }
+void Serve(evhttp_request* req, HttpServer& h) {
+  if (!Admit(h, req)) return;
   if (evhttp_request_get_command(req) == EVHTTP_REQ_POST && !JsonBody(req)) {
     Send(req, 415, "Unsupported Media Type", "{\"error\":\"POST needs Content-Type: application/json\"}");
     return;
   }
-  const char* uri = evhttp_request_get_uri(req);
-  evhttp_uri* parsed = evhttp_uri_parse(uri);
-  std::string path = parsed && evhttp_uri_get_path(parsed) ? evhttp_uri_get_path(parsed) : "";
-  if (parsed) evhttp_uri_free(parsed);
+  std::string path = RequestPath(req);
   evhttp_cmd_type m = evhttp_request_get_command(req);
   auto only = [&](evhttp_cmd_type want) {
     if (m == want) return true;
@@ -330,11 +263,7 @@ void Serve(evhttp_request* req, Http& h) {
     Send(req, 200, "OK", "{\"reset\":true}");
   } else if (path == "/mi") {
     if (!only(EVHTTP_REQ_POST)) return;
-    evbuffer* in = evhttp_request_get_input_buffer(req);
-    size_t n = evbuffer_get_length(in);
-    std::string body(n, '\0');
-    evbuffer_copyout(in, body.data(), n);
-    mi::Json reply = mi::ProcessText(*h.reg, body);
+    mi::Json reply = mi::ProcessText(*h.reg, RequestBody(req));
     if (reply.is_null()) {
       Send(req, 204, "No Content", "");
     } else {
@@ -348,63 +277,9 @@ void Serve(evhttp_request* req, Http& h) {
 }  // namespace
 
 void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg, int fd) {
-  std::string host;
-  int port;
-  if (fd < 0 || !proc::ParseHostPort(pc.cfg->http, &host, &port)) return nullptr;
-  auto* h = new Http{evhttp_new(base), &pc, &reg, host, port};
-  evhttp_set_max_body_size(h->http, 64 * 1024);
-  evhttp_set_max_headers_size(h->http, 16 * 1024);
-  evhttp_set_timeout(h->http, 10);
-  evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-  evhttp_set_gencb(h->http, &OnRequest, h);
-  // The supervisor bound it (OpenHttpListener); libevent closes this
-  // process's copy when the door is freed.
-  if (!evhttp_accept_socket_with_handle(h->http, fd)) {
-    LOG_ERR("HTTP door: cannot serve %s", pc.cfg->http.c_str());
-    evhttp_free(h->http);
-    delete h;
-    return nullptr;
-  }
-  return h;
+  return StartHttpServer(base, pc, reg, fd, pc.cfg->http, "HTTP door", "application/json", &Serve);
 }
 
-int OpenHttpListener(const std::string& hostport, const std::string& run_dir, std::string* err) {
-  if (!proc::ClaimTcp(hostport, run_dir, err)) {
-    *err = "HTTP door: " + *err;
-    return -1;
-  }
-  std::string host;
-  int port;
-  proc::ParseHostPort(hostport, &host, &port);
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (rc != 0) {
-    *err = "HTTP door: cannot resolve " + host + ": " + gai_strerror(rc);
-    return -1;
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // never SO_REUSEPORT
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-    int e = errno;
-    *err = "HTTP door: cannot listen on " + hostport + ": " +
-           (e == EADDRINUSE ? std::string("address in use (another process listens there)")
-                            : std::string(std::strerror(e)));
-    if (fd >= 0) close(fd);
-    freeaddrinfo(res);
-    return -1;
-  }
-  freeaddrinfo(res);
-  return fd;
-}
-
-void StopHttp(void* p) {
-  if (!p) return;
-  auto* h = static_cast<Http*>(p);
-  evhttp_free(h->http);
-  delete h;
-}
+void StopHttp(void* p) { StopHttpServer(static_cast<HttpServer*>(p)); }
 
 }  // namespace modules::mi_door

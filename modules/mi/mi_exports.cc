@@ -7,9 +7,9 @@
 namespace modules::mi_door {
 namespace {
 
-// One MI process when any MI transport (FIFO, datagram, HTTP) is configured.
+// One MI process when any MI transport (FIFO, datagram, HTTP, XML-RPC) is configured.
 int MiProcesses(const proc::Config& cfg) {
-  return !cfg.mi_fifo.empty() || !cfg.mi_datagram.empty() || !cfg.http.empty() ? 1 : 0;
+  return !cfg.mi_fifo.empty() || !cfg.mi_datagram.empty() || !cfg.http.empty() || !cfg.mi_xmlrpc.empty() ? 1 : 0;
 }
 
 constexpr ProcExport kProcs[] = {{"MI", &MiProcesses, &RunMi, &OpenMiDoors, &CloseMiDoors}};

@@ -16,7 +16,8 @@ namespace modules::mi_door {
 // calling process's engine context.
 void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc);
 // Supervisor, before any fork: claim (proc/claim.h) and open every
-// configured MI door — the FIFO, the datagram socket, the HTTP listener.
+// configured MI door — the FIFO, the datagram socket, the HTTP and
+// XML-RPC listeners.
 // False with *err when one cannot open (start-up stops). The MI process
 // (and each restart of it) serves the descriptors opened here.
 bool OpenMiDoors(const proc::Config& cfg, std::vector<int>* fds, std::string* err);
@@ -31,9 +32,14 @@ void RunMi(proc::ModuleProcContext& pc);
 // /mi (JSON-RPC), on the listening socket `fd` (OpenHttpListener).
 // nullptr when it could not start (logged).
 void* StartHttp(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg, int fd);
-// Supervisor: claim (a lock file in `run_dir`, proc/claim.h) and bind the
-// HTTP door's address (no SO_REUSEPORT: one daemon per port). -1 with *err.
-int OpenHttpListener(const std::string& hostport, const std::string& run_dir, std::string* err);
+// The XML-RPC door (OpenSIPS mi_xmlrpc_ng) in the same loop: POST
+// /<xmlrpc_root> on `fd`. nullptr when it could not start (logged).
+void* StartXmlRpc(event_base* base, proc::ModuleProcContext& pc, const mi::Registry& reg, int fd);
+// Stops either door (nullptr: nothing).
 void StopHttp(void* http);
+// Supervisor: claim (a lock file in `run_dir`, proc/claim.h) and bind a
+// TCP door's address (no SO_REUSEPORT: one daemon per port). -1 with
+// *err = "<door>: <why>".
+int OpenHttpListener(const char* door, const std::string& hostport, const std::string& run_dir, std::string* err);
 
 }  // namespace modules::mi_door

@@ -22,6 +22,9 @@
 //
 // Datagram (§1.2): one JSON-RPC object per datagram (up to 65457 bytes);
 // the reply goes back to the sender's address in one datagram.
+//
+// The HTTP door (http_door.cc) and the XML-RPC door (xmlrpc_door.cc) run
+// in the same event loop.
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -449,6 +452,7 @@ struct Doors {
   struct stat made {};
   int dgram = -1;
   int http = -1;
+  int xmlrpc = -1;
   bool fifo_ours = false, dgram_ours = false;  // we made the path: we remove it
 };
 Doors g_doors;
@@ -511,17 +515,28 @@ bool OpenMiDoors(const proc::Config& cfg, std::vector<int>* fds, std::string* er
     LOG_NOTICE("MI datagram socket listening on %s", path.c_str());
   }
   if (!cfg.http.empty()) {
-    g_doors.http = OpenHttpListener(cfg.http, proc::RunDir(cfg), err);
+    g_doors.http = OpenHttpListener("HTTP door", cfg.http, proc::RunDir(cfg), err);
     if (g_doors.http < 0) return false;
     fds->push_back(g_doors.http);
     LOG_NOTICE("HTTP door listening on http://%s/ (/metrics /stats /health /reset-stats /mi)",
                cfg.http.c_str());
   }
+  if (!cfg.mi_xmlrpc.empty()) {
+    g_doors.xmlrpc = OpenHttpListener("XML-RPC door", cfg.mi_xmlrpc, proc::RunDir(cfg), err);
+    if (g_doors.xmlrpc < 0) return false;
+    fds->push_back(g_doors.xmlrpc);
+    std::string host;
+    int port = 0;
+    proc::ParseHostPort(cfg.mi_xmlrpc, &host, &port);  // checked by FinishConfig
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    LOG_NOTICE("XML-RPC door listening on http://%s:%d/%s (token %s)", host.c_str(), port,
+               cfg.mi_xmlrpc_root.c_str(), cfg.http_tokens.empty() ? "off" : "required");
+  }
   return true;
 }
 
 void CloseMiDoors(const proc::Config& cfg) {
-  for (int* fd : {&g_doors.fifo_r, &g_doors.fifo_w, &g_doors.dgram, &g_doors.http}) {
+  for (int* fd : {&g_doors.fifo_r, &g_doors.fifo_w, &g_doors.dgram, &g_doors.http, &g_doors.xmlrpc}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
@@ -568,11 +583,13 @@ void RunMi(proc::ModuleProcContext& pc) {
     event_add(st.dgram_ev, nullptr);
   }
   void* http = g_doors.http >= 0 ? StartHttp(st.base, pc, st.reg, g_doors.http) : nullptr;
+  void* xmlrpc = g_doors.xmlrpc >= 0 ? StartXmlRpc(st.base, pc, st.reg, g_doors.xmlrpc) : nullptr;
   event* tick = event_new(st.base, -1, EV_PERSIST, &OnTick, &st);
   timeval half{0, 500 * 1000};
   event_add(tick, &half);
   event_base_dispatch(st.base);
   StopHttp(http);
+  StopHttp(xmlrpc);
   event_free(tick);
   if (st.fifo_ev) event_free(st.fifo_ev);
   if (st.dgram_ev) event_free(st.dgram_ev);

@@ -1,14 +1,16 @@
-// perfcached — libFuzzer target for the HTTP door's request checks
-// (modules/mi/http_checks.cc): Host (DNS rebinding), Content-Type,
-// Authorization. The input is a raw request head; its header lines are
-// split out the way a server would and each check runs on them.
+// perfcached — libFuzzer target for the HTTP doors' request checks
+// (modules/mi/http_checks.cc): Host (DNS rebinding), Content-Type (JSON
+// for /mi, XML for the XML-RPC door), Authorization. The input is a raw
+// request head; its header lines are split out the way a server would and
+// each check runs on them.
 // Copyright (c) 2026 the perfcached authors.
 //
 // Properties: no crash; a Host that is accepted names the listener's port
 // and is an IP literal, "localhost", the listener's host or a listed name
 // (checked against an independent, slower model); a JSON content type is
-// exactly application/json plus parameters; a bearer token is the rest of
-// the header after the scheme.
+// exactly application/json plus parameters, an XML one text/xml or
+// application/xml; a bearer token is the rest of the header after the
+// scheme.
 #include <arpa/inet.h>
 
 #include <cctype>
@@ -89,6 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
       while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(0, 1);
       if (got != (v == "application/json")) std::abort();
+      if (modules::mi_door::IsXmlContentType(value) != (v == "text/xml" || v == "application/xml")) std::abort();
     } else if (name == "authorization") {
       std::string_view tok;
       bool got = modules::mi_door::BearerToken(value, &tok);

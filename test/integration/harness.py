@@ -39,6 +39,40 @@ def wait_port(port, timeout=10.0, host="127.0.0.1"):
     return False
 
 
+def wait_tcp(port, timeout=10.0, host="127.0.0.1"):
+    """Wait (bounded) until something accepts connections on the port."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def http_request(port, method, path, body=None, headers=None, host=None):
+    """One HTTP request on loopback; host= sends that Host header instead
+    of the real one. Returns (status, body, Content-Type)."""
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    h = dict(headers or {})
+    if host is not None:
+        c.putrequest(method, path, skip_host=True)
+        c.putheader("Host", host)
+        for k, v in h.items():
+            c.putheader(k, v)
+        if body is not None:
+            c.putheader("Content-Length", str(len(body)))
+        c.endheaders(body)
+    else:
+        c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data, r.getheader("Content-Type")
+
+
 def children(pid):
     try:
         out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,

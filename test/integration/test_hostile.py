@@ -15,8 +15,8 @@ import unittest
 import urllib.error
 import urllib.request
 
-from harness import (BIN, Daemon, RawClient, encode, free_port, mi_datagram_raw, mi_fifo_raw,
-                     wait_for_path)
+from harness import (BIN, Daemon, RawClient, encode, free_port, http_request, mi_datagram_raw, mi_fifo_raw,
+                     wait_for_path, wait_tcp)
 
 RSS_BOUND_KB = 256 * 1024  # a worker above 256 MiB RSS has been made to hold an attacker's input
 if "asan" in BIN:  # check-asan: the sanitizer's shadow memory and quarantine come on top
@@ -252,32 +252,10 @@ class HttpDoor(Hostile):
         self.overrides = ("listen.http=127.0.0.1:%d" % self.http_port,
                           "secrets.http=" + TOKEN, "secrets.resp=" + PASSWORD)
         super().setUp()
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.http_port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_tcp(self.http_port)
 
     def http(self, method, path, body=None, headers=None, host=None):
-        import http.client
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
-        h = dict(headers or {})
-        if host is not None:
-            c.putrequest(method, path, skip_host=True)
-            c.putheader("Host", host)
-            for k, v in h.items():
-                c.putheader(k, v)
-            if body is not None:
-                c.putheader("Content-Length", str(len(body)))
-            c.endheaders(body)
-        else:
-            c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, data
+        return http_request(self.http_port, method, path, body, headers, host)[:2]
 
     def mi_body(self, method, params=None):
         req = {"jsonrpc": "2.0", "id": 1, "method": method}
@@ -821,13 +799,7 @@ class SlowHttpClients(Hostile):
         super().setUp()
 
     def test_slowloris_does_not_block_the_door(self):
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.http_port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_tcp(self.http_port)
         slow = []
         for _ in range(50):
             s = socket.create_connection(("127.0.0.1", self.http_port), timeout=5)

@@ -520,6 +520,32 @@ TEST(Config, CheckCatches) {
                FinishErr("[listen]\nresp = 127.0.0.1:6379\nhttp = 127.0.0.1:6379\n").c_str());
 }
 
+TEST(Config, XmlRpcDoor) {
+  Config c;
+  STRCMP_EQUAL("", c.mi_xmlrpc.c_str());  // off by default
+  STRCMP_EQUAL("RPC2", c.mi_xmlrpc_root.c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[mi]\nxmlrpc = 8001\n").c_str());  // a bare port: 127.0.0.1
+  STRCMP_EQUAL("<ok>", FinishErr("[mi]\nxmlrpc = [::1]:8001\nxmlrpc_root = opensips_mi\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] xmlrpc: expected host:port, got 'x:y'", FinishErr("[mi]\nxmlrpc = x:y\n").c_str());
+  // Off loopback only with the HTTP door's token.
+  STRCMP_EQUAL("F:2: [mi] xmlrpc = 0.0.0.0:8001 is not loopback: set [secrets] http (a bearer token) to open it",
+               FinishErr("[mi]\nxmlrpc = 0.0.0.0:8001\n").c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[mi]\nxmlrpc = 0.0.0.0:8001\n[secrets]\nhttp = t0ken\n").c_str());
+  // One address per door.
+  STRCMP_EQUAL("F:2: [mi] xmlrpc = 127.0.0.1:8080 is the HTTP door's address (http = 0.0.0.0:8080): give the "
+               "XML-RPC door its own port",
+               FinishErr("[mi]\nxmlrpc = 127.0.0.1:8080\n[listen]\nhttp = 0.0.0.0:8080\n[secrets]\nhttp = t\n")
+                   .c_str());
+  STRCMP_EQUAL("F:2: [mi] xmlrpc = 6379 is the RESP door's address (resp = 127.0.0.1:6379): give the XML-RPC door "
+               "its own port",
+               FinishErr("[mi]\nxmlrpc = 6379\n").c_str());
+  STRCMP_EQUAL("<ok>", FinishErr("[mi]\nxmlrpc = 127.0.0.1:0\n[listen]\nhttp = 127.0.0.1:0\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] xmlrpc_root: expected 1..64 of A-Z a-z 0-9 . _ ~ - (the path after '/'), got '/RPC2'",
+               FinishErr("[mi]\nxmlrpc_root = /RPC2\n").c_str());
+  STRCMP_EQUAL("F:2: [mi] xmlrpc_root: expected 1..64 of A-Z a-z 0-9 . _ ~ - (the path after '/'), got ''",
+               FinishErr("[mi]\nxmlrpc_root =\n").c_str());
+}
+
 TEST(Config, DumpMasksSecrets) {
   Config c;
   STRCMP_EQUAL("<ok>", LoadErr(kGoodFile, &c).c_str());

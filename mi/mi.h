@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #pragma once
 
-// Transport-free, as OpenSIPS's mi/ is: transports (FIFO, datagram, HTTP)
+// Transport-free, as OpenSIPS's mi/ is: transports (FIFO, datagram, HTTP, XML-RPC)
 // hand a request's bytes to Process() and send back what it returns.
 //
 // Commands follow OpenSIPS MI (../shared/reference/opensips-mi.md §2):

@@ -4,13 +4,14 @@
 bin/perfcli, curl) is run line by line against a daemon on the embedded
 default configuration (what `make run` starts), plus the RUN_ARGS the README
 names just before the block. Only what a test cannot share is changed: the
-port 6379 and 8080 become free loopback ports, /run/perfcached paths a temp
+ports 6379, 8080 and 8001 become free loopback ports, /run/perfcached paths a temp
 dir. Every line must exit 0; a line ending in '&' runs in the background
 and must print what the README says it prints."""
 import os
 import re
 import shlex
 import subprocess
+import sys
 import time
 import unittest
 
@@ -18,7 +19,7 @@ from harness import BIN, ROOT, Daemon, free_port
 
 README = os.environ.get("PERFCACHED_README", os.path.join(ROOT, "README.md"))
 PERFCLI = os.environ.get("PERFCLI_BIN", os.path.join(ROOT, "bin", "perfcli"))
-TALKS = ("redis-cli", "bin/perfcli", "curl")
+TALKS = ("redis-cli", "bin/perfcli", "curl", "python3")
 
 
 def readme_blocks(path=README):
@@ -56,9 +57,14 @@ class ReadmeExamples(unittest.TestCase):
                 self.run_block(run_args, lines)
 
     def run_block(self, run_args, lines):
-        http_port = free_port()
-        overrides = [o.replace("127.0.0.1:8080", "127.0.0.1:%d" % http_port)
-                     for o in shlex.split(run_args) if o != "-o"]
+        http_port, xmlrpc_port = free_port(), free_port()
+        ports = (("127.0.0.1:8080", "127.0.0.1:%d" % http_port), ("127.0.0.1:8001", "127.0.0.1:%d" % xmlrpc_port))
+
+        def own_ports(text):
+            for theirs, ours in ports:
+                text = text.replace(theirs, ours)
+            return text
+        overrides = [own_ports(o) for o in shlex.split(run_args) if o != "-o"]
         # The embedded default (no -f): only ports and paths are the test's own.
         d = Daemon(workers=None, arena_mb=256, overrides=overrides)
         bg = []
@@ -66,10 +72,12 @@ class ReadmeExamples(unittest.TestCase):
             sock = os.path.join(d.workdir, "mi.sock")
             for line in lines:
                 line = line.replace("-p 6379", "-p %d" % d.port)
-                line = line.replace("127.0.0.1:8080", "127.0.0.1:%d" % http_port)
+                line = own_ports(line)
                 line = line.replace("/run/perfcached/perfcached_mi.sock", sock)
                 background = line.endswith("&")
                 argv = shlex.split(line.rstrip("&"))
+                if argv[0] == "python3":
+                    argv[0] = sys.executable  # Debian's, as every test runs
                 if argv[0] == "bin/perfcli":
                     argv[0] = PERFCLI
                     if "--datagram" not in argv and "--http" not in argv:

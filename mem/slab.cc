@@ -26,35 +26,7 @@ inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
   c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-constexpr int OrderFor(size_t chunk) {
-  int o = 0;
-  while ((kMinPage << o) < chunk) ++o;
-  return o;
-}
-
-constexpr size_t ChunkBytesOf(size_t cell) {
-  size_t want = cell * 32;
-  size_t c = 64u << 10;
-  while (c < want && c < kGroupSize) c <<= 1;
-  return c;
-}
-
-struct ClassTables {
-  std::array<uint8_t, kNumClasses> order{};
-  std::array<PageGeometry, kNumClasses> geo{};
-};
-constexpr ClassTables MakeTables() {
-  ClassTables t{};
-  for (int c = 0; c < kNumClasses; ++c) {
-    size_t chunk = ChunkBytesOf(kClassSize[c]);
-    t.order[c] = static_cast<uint8_t>(OrderFor(chunk));
-    t.geo[c] = Geometry(chunk, kClassSize[c]);
-  }
-  return t;
-}
-constexpr ClassTables kTables = MakeTables();
-static_assert(kTables.geo[0].ncells > 4000 && kTables.geo[kNumClasses - 1].ncells >= 7);
-static_assert(kTables.order[kNumClasses - 1] == kPageOrders - 1);
+constexpr const ClassTables& kTables = kClassTables;
 
 PageHeader* HdrAt(const Arena& a, size_t page) { return reinterpret_cast<PageHeader*>(a.base() + page); }
 size_t PageOfCell(Off cell, int cls) { return PageOfByte(size_t{cell} * kUnit, kTables.order[cls]); }
@@ -156,49 +128,6 @@ SlabPool* PoolAt(const Arena& a, int cls) {
 }
 ProcSlot* SlotAt(const Arena& a, uint32_t slot) {
   return reinterpret_cast<ProcSlot*>(a.base() + a.hdr()->slots_off) + slot;
-}
-
-// What a cell is, from the page class map (mem/page.h) and for a large
-// object the group map (never from the cell itself: its byte 0 is the
-// record's access byte). Lock-free: a stale Off gives the class of the page
-// there now, or kNoClass, never a fault. *bound: bytes a reader may touch
-// from the cell (its class size clipped to its page, or a large object's
-// run), 0 with kNoClass.
-namespace {
-inline __attribute__((always_inline)) uint8_t Classify(const Arena& a, Off cell, size_t* bound) {
-  *bound = 0;
-  size_t readable = a.ReadableFrom(cell);
-  if (readable == 0) return kNoClass;
-  size_t byte = size_t{cell} * kUnit;
-  uint8_t v = __atomic_load_n(a.PageClassMap() + (byte >> kClassMapShift), __ATOMIC_ACQUIRE);
-  if (v != 0 && v <= kNumClasses) {
-    int cls = v - 1;
-    int order = kTables.order[cls];
-    size_t page = PageOfByte(byte, order);
-    if (byte < page + kTables.geo[cls].first) return kNoClass;
-    size_t s = kClassSize[cls], room = page + PageBytes(order) - byte;
-    if (s > room) s = room;
-    *bound = s <= readable ? s : readable;
-    return static_cast<uint8_t>(cls);
-  }
-  if (byte % kGroupSize != 0) return kNoClass;
-  uint32_t e = a.GroupEntry(static_cast<uint32_t>(byte / kGroupSize));
-  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return kNoClass;
-  size_t run = size_t{Arena::EntryRun(e)} * kGroupSize;
-  *bound = run <= readable ? run : readable;
-  return kLargeClass;
-}
-}  // namespace
-
-size_t CellBound(const Arena& a, Off cell) {
-  size_t bound;
-  Classify(a, cell, &bound);
-  return bound;
-}
-
-uint8_t CellClass(const Arena& a, Off cell) {
-  size_t bound;
-  return Classify(a, cell, &bound);
 }
 
 namespace {

@@ -47,6 +47,7 @@
 
 #include "mem/arena.h"
 #include "mem/lock.h"
+#include "mem/page.h"
 #include "mem/status.h"
 
 namespace mem {
@@ -79,6 +80,39 @@ constexpr std::array<uint32_t, kNumClasses> MakeClassSizes() {
 }
 inline constexpr std::array<uint32_t, kNumClasses> kClassSize = MakeClassSizes();
 static_assert(kClassSize[kNumClasses - 1] == kMaxCell);
+
+// Page order and geometry of every class (constant tables: the read path
+// bounds a cell from them with no call and no page header access).
+constexpr int OrderFor(size_t chunk) {
+  int o = 0;
+  while ((kMinPage << o) < chunk) ++o;
+  return o;
+}
+
+constexpr size_t ChunkBytesOf(size_t cell) {
+  size_t want = cell * 32;
+  size_t c = 64u << 10;
+  while (c < want && c < kGroupSize) c <<= 1;
+  return c;
+}
+
+struct ClassTables {
+  std::array<uint8_t, kNumClasses> order{};
+  std::array<PageGeometry, kNumClasses> geo{};
+};
+constexpr ClassTables MakeTables() {
+  ClassTables t{};
+  for (int c = 0; c < kNumClasses; ++c) {
+    size_t chunk = ChunkBytesOf(kClassSize[c]);
+    t.order[c] = static_cast<uint8_t>(OrderFor(chunk));
+    t.geo[c] = Geometry(chunk, kClassSize[c]);
+  }
+  return t;
+}
+inline constexpr ClassTables kClassTables = MakeTables();
+static_assert(kClassTables.geo[0].ncells > 4000 && kClassTables.geo[kNumClasses - 1].ncells >= 7);
+static_assert(kClassTables.order[kNumClasses - 1] == kPageOrders - 1);
+
 
 // Smallest class whose cells hold `bytes`; -1 above kMaxCell.
 int ClassFor(size_t bytes);
@@ -163,14 +197,52 @@ inline uint32_t SlotToken(uint32_t slot, uint32_t gen) {
 // Metadata sizing/initialisation, used by Arena::Create.
 size_t SlabMetaBytes(uint32_t max_procs);
 
+// What a cell is, from the page class map (mem/page.h) and for a large
+// object the group map (never from the cell itself: its byte 0 is the
+// record's access byte). Lock-free: a stale Off gives the class of the page
+// there now, or kNoClass, never a fault. *bound: bytes a reader may touch
+// from the cell (its class size clipped to its page, or a large object's
+// run), 0 with kNoClass.
+inline __attribute__((always_inline)) uint8_t ClassifyCell(const Arena& a, Off cell, size_t* bound) {
+  *bound = 0;
+  size_t readable = a.ReadableFrom(cell);
+  if (readable == 0) return kNoClass;
+  size_t byte = size_t{cell} * kUnit;
+  uint8_t v = __atomic_load_n(a.PageClassMap() + (byte >> kClassMapShift), __ATOMIC_ACQUIRE);
+  if (v != 0 && v <= kNumClasses) {
+    int cls = v - 1;
+    int order = kClassTables.order[cls];
+    size_t page = PageOfByte(byte, order);
+    if (byte < page + kClassTables.geo[cls].first) return kNoClass;
+    size_t s = kClassSize[cls], room = page + PageBytes(order) - byte;
+    if (s > room) s = room;
+    *bound = s <= readable ? s : readable;
+    return static_cast<uint8_t>(cls);
+  }
+  if (byte % kGroupSize != 0) return kNoClass;
+  uint32_t e = a.GroupEntry(static_cast<uint32_t>(byte / kGroupSize));
+  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return kNoClass;
+  size_t run = size_t{Arena::EntryRun(e)} * kGroupSize;
+  *bound = run <= readable ? run : readable;
+  return kLargeClass;
+}
+
 // Cell bound as seen by a lock-free reader: bytes readable from the cell
 // start (class size clipped to its page, or the large run), 0 if `cell`
-// lies in no page in use and heads no large object. Reads the group map
-// and the page header, never the cell.
-size_t CellBound(const Arena& a, Off cell);
+// lies in no page in use and heads no large object. Reads the page class
+// map (a large head: the group map), never the cell or its page header.
+inline size_t CellBound(const Arena& a, Off cell) {
+  size_t bound;
+  ClassifyCell(a, cell, &bound);
+  return bound;
+}
+
 // The class of `cell` by the same rule: 0..kNumClasses-1, kLargeClass, or
 // kNoClass.
-uint8_t CellClass(const Arena& a, Off cell);
+inline uint8_t CellClass(const Arena& a, Off cell) {
+  size_t bound;
+  return ClassifyCell(a, cell, &bound);
+}
 
 class Allocator {
  public:

@@ -285,6 +285,7 @@ size_t FindPartial(Arena& a, int cls, SlabPool& p, size_t skip) {
     PageHeader* h = HdrAt(a, page);
     if (page == skip || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
     if (h->live.load(std::memory_order_relaxed) >= static_cast<int32_t>(ncells)) return false;
+    if (!PC_CANARY(10) && h->draining.load(std::memory_order_relaxed) != 0) return false;
     found = page;
     return true;
   });
@@ -585,6 +586,62 @@ size_t TidyPages(Arena& a, size_t max_pages) {
     Unlock(p.lock);
   }
   return released;
+}
+
+void ClassPages(const Arena& a, int cls, std::vector<PageLoad>* out) {
+  out->clear();
+  SlabPool& p = *PoolAt(a, cls);
+  if (p.pages.load(std::memory_order_relaxed) == 0) return;
+  size_t cur = size_t{__atomic_load_n(&p.current, __ATOMIC_RELAXED)} * kUnit;
+  ForEachPage(a, kTables.order[cls], a.hdr()->meta_groups, [&](size_t page) {
+    const PageHeader* h = HdrAt(a, page);
+    if (page == cur || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
+    out->push_back({page, h->live.load(std::memory_order_relaxed)});
+    return false;
+  });
+}
+
+size_t MarkDrain(Arena& a, int cls, const std::vector<size_t>& pages) {
+  SlabPool& p = *PoolAt(a, cls);
+  size_t n = 0;
+  (void)Lock(p.lock);
+  for (size_t page : pages) {
+    if (size_t{p.current} * kUnit == page || !PageInUse(a, page, cls)) continue;
+    PC_CRASH_POINT();
+    HdrAt(a, page)->draining.store(1, std::memory_order_relaxed);
+    ++n;
+  }
+  p.drained.fetch_add(n, std::memory_order_relaxed);
+  Unlock(p.lock);
+  return n;
+}
+
+void EndDrain(Arena& a, int cls, const std::vector<size_t>& pages) {
+  SlabPool& p = *PoolAt(a, cls);
+  (void)Lock(p.lock);
+  for (size_t page : pages) {
+    if (PageInUse(a, page, cls)) HdrAt(a, page)->draining.store(0, std::memory_order_relaxed);
+  }
+  // Pages that now have room are candidates for claims again.
+  p.partial.fetch_add(static_cast<uint32_t>(pages.size()), std::memory_order_relaxed);
+  Unlock(p.lock);
+}
+
+size_t ClearDrainMarks(Arena& a) {
+  size_t n = 0;
+  std::vector<PageLoad> pages;
+  std::vector<size_t> marked;
+  for (int cls = 0; cls < kNumClasses; ++cls) {
+    ClassPages(a, cls, &pages);
+    marked.clear();
+    for (const PageLoad& pl : pages) {
+      if (HdrAt(a, pl.page)->draining.load(std::memory_order_relaxed) != 0) marked.push_back(pl.page);
+    }
+    if (marked.empty()) continue;
+    EndDrain(a, cls, marked);
+    n += marked.size();
+  }
+  return n;
 }
 
 void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]) {

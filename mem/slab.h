@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "mem/arena.h"
 #include "mem/lock.h"
@@ -130,10 +131,13 @@ struct alignas(64) SlabPool {
   std::atomic<uint64_t> pages;     // pages in use by this class
   std::atomic<uint64_t> cells_total;  // cells in those pages
   std::atomic<uint64_t> pages_returned;  // pages given back after they came free
-  uint64_t pad2[3];
+  std::atomic<uint64_t> moved;     // live cells automove relocated out of draining pages
+  std::atomic<uint64_t> drained;   // pages marked draining
+  uint64_t pad2;
 };
 static_assert(sizeof(SlabPool) == 64);
 static_assert(offsetof(SlabPool, pages) == 16);
+static_assert(offsetof(SlabPool, moved) == 40);
 static_assert(std::is_standard_layout_v<SlabPool>);
 
 // One class's claim and private stack inside a ProcSlot. Owner-only writes
@@ -313,6 +317,35 @@ void MaybeReleasePage(Arena& a, int cls, size_t page);
 // hint high). `max_pages` bounds the pages looked at. Returns the pages
 // given back.
 size_t TidyPages(Arena& a, size_t max_pages = ~size_t{0});
+
+// ---- automove (cache/automove.h moves the records; this is the page side) --
+// A page marked *draining* gets no new claims (FindPartial skips it; the
+// class's current page is never marked), so once its live cells are moved
+// or freed it goes back to its group like any page that comes free. Cells a
+// process had already claimed from it, or keeps on its private stack, may
+// still be handed out: such a page simply does not drain in that pass.
+// The mark is a hint for one mover (cache/automove.h): a mover that dies
+// leaves marks, which the next one clears (ClearDrainMarks) before it starts.
+struct PageLoad {
+  size_t page;   // byte offset from the arena base
+  int32_t live;  // live hint (bits set)
+};
+// The pages of `cls` in use (not the current one) with their live hints.
+void ClassPages(const Arena& a, int cls, std::vector<PageLoad>* out);
+// Mark these pages of `cls` draining (pool lock; pages no longer of the
+// class, or now current, are skipped). Returns the pages marked.
+size_t MarkDrain(Arena& a, int cls, const std::vector<size_t>& pages);
+// Clear the mark of these pages (those still of the class).
+void EndDrain(Arena& a, int cls, const std::vector<size_t>& pages);
+// Clear every mark (a mover that died left them). Returns the pages cleared.
+size_t ClearDrainMarks(Arena& a);
+// Whether a slab cell of class `cls` lies in a draining page (reads the
+// page header; for the mover, not the read path).
+inline bool CellDraining(const Arena& a, Off cell, int cls) {
+  size_t page = PageOfByte(size_t{cell} * kUnit, kClassTables.order[cls]);
+  const PageHeader* h = reinterpret_cast<const PageHeader*>(a.base() + page);
+  return h->draining.load(std::memory_order_relaxed) != 0;
+}
 
 // Occupancy of one class (walks its pages and their bitmaps: for reports).
 struct ClassUsage {

@@ -153,6 +153,8 @@ const ParamSpec kParams[] = {
             "LFU counter growth: an access adds 1 with odds 1/((counter-5)*factor+1) (Redis lfu-log-factor)"),
     INT_ROW("memory", lfu_decay_time, lfu_decay_time, 0, 2147483647,
             "LFU counter loses 1 per this many idle minutes, 0 = never (Redis lfu-decay-time)"),
+    BOOL_ROW("memory", automove, automove,
+             "move live values out of sparse slab pages when memory is short (memcached slab_automove)"),
     STR_ROW("listen", resp, resp, "RESP (Redis) door host:port, empty = off"),
     LIST_ROW("listen", resp_allow, resp_allow, ParamType::kList,
              "CIDRs allowed to connect; required when resp is not loopback"),

@@ -23,6 +23,7 @@ AutomoveStats GetAutomoveStats(const Ctx& c) {
   s.moved = cat.automove_moved.load(std::memory_order_relaxed);
   s.pages_freed = cat.automove_freed.load(std::memory_order_relaxed);
   s.enabled = cat.automove_off.load(std::memory_order_relaxed) == 0;
+  s.active = cat.automove_active.load(std::memory_order_relaxed) != 0;
   return s;
 }
 
@@ -83,6 +84,7 @@ bool Automover::Start(Ctx& c, bool force) {
   mem::Arena& a = c.arena;
   if (!cleared_) {
     (void)mem::ClearDrainMarks(a);  // a mover before us died mid-pass
+    c.catalog->automove_active.store(0, std::memory_order_relaxed);
     cleared_ = true;
   }
   if (!force && !UnderPressure(c, &last_nomem_)) return false;
@@ -107,6 +109,7 @@ bool Automover::Start(Ctx& c, bool force) {
   table_ = 0;
   bucket_ = 0;
   c.catalog->automove_passes.fetch_add(1, std::memory_order_relaxed);
+  c.catalog->automove_active.store(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -127,6 +130,7 @@ void Automover::Finish(Ctx& c) {
   c.catalog->automove_freed.fetch_add(freed, std::memory_order_relaxed);
   plan_.clear();
   tables_.clear();
+  c.catalog->automove_active.store(0, std::memory_order_relaxed);
 }
 
 namespace {

@@ -50,6 +50,7 @@ struct AutomoveStats {
   uint64_t moved = 0;        // records moved
   uint64_t pages_freed = 0;  // marked pages that came free during their pass
   bool enabled = true;
+  bool active = false;       // a pass is running
 };
 AutomoveStats GetAutomoveStats(const Ctx& c);
 void SetAutomoveEnabled(Ctx& c, bool on);

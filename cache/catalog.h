@@ -146,7 +146,7 @@ struct Catalog {
   std::atomic<uint64_t> automove_moved;    // records moved
   std::atomic<uint64_t> automove_freed;    // marked pages that came free
   std::atomic<uint32_t> automove_request;  // 1 = a pass now (MI)
-  uint32_t pad_memory;
+  std::atomic<uint32_t> automove_active;   // 1 while a pass runs
   TableHeader tables[kMaxCollections];
 };
 static_assert(std::is_standard_layout_v<Catalog>);

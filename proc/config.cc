@@ -155,6 +155,8 @@ const ParamSpec kParams[] = {
             "LFU counter loses 1 per this many idle minutes, 0 = never (Redis lfu-decay-time)"),
     BOOL_ROW("memory", automove, automove,
              "move live values out of sparse slab pages when memory is short (memcached slab_automove)"),
+    INT_ROW("memory", automove_buckets, automove_buckets, 64, 16777216,
+            "buckets a running automove pass walks per timer tick (about 1 ms apart)"),
     STR_ROW("listen", resp, resp, "RESP (Redis) door host:port, empty = off"),
     LIST_ROW("listen", resp_allow, resp_allow, ParamType::kList,
              "CIDRs allowed to connect; required when resp is not loopback"),

@@ -189,7 +189,7 @@ void RaiseFdLimit(int want) {
     }
     // Automove: empty sparse slab pages when memory is short (or when MI
     // asked); a running pass walks 16384 buckets a tick and comes back soon.
-    if (uint64_t moved = mover.Step(ctx); moved) LOG_DEBUG("automove: %llu record(s) moved", static_cast<unsigned long long>(moved));
+    if (uint64_t moved = mover.Step(ctx, static_cast<uint32_t>(cfg.automove_buckets)); moved) LOG_DEBUG("automove: %llu record(s) moved", static_cast<unsigned long long>(moved));
     if (mover.active()) behind = true;
     (void)mem::NoteUsedPeak(a);  // INFO used_memory_peak
     cache::AccessClockTick(ctx);  // the LRU / LFU clock (cache/access.h)

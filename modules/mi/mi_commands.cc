@@ -313,6 +313,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"passes", s.passes},
                                  {"moved", s.moved},
                                  {"pages_freed", s.pages_freed},
+                                 {"active", s.active ? "yes" : "no"},
                                  {"pending", v == "now" ? "yes" : "no"}});
       });
   Add(r, "core", "kill", "stop the daemon gracefully", {{}}, [](const Params&) {
@@ -348,7 +349,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"used", u.used},
                                  {"free", u.cells - u.used},
                                  {"waste_bytes", u.page_bytes - u.cells * cell},
-                                 {"pages_returned", p->pages_returned.load()}});
+                                 {"pages_returned", p->pages_returned.load()},
+                                 {"moved", p->moved.load()},
+                                 {"pages_drained", p->drained.load()}});
         }
         return mi::MiResult(Json{{"tier", mem::TierName(a.tier())},
                                  {"tier_note", a.tier_note()},

@@ -140,7 +140,13 @@ struct Catalog {
   std::atomic<uint32_t> access_clock;      // seconds (the timer's tick)
   std::atomic<uint32_t> lfu_log_factor;
   std::atomic<uint32_t> lfu_decay_time;    // minutes
-  uint8_t pad_memory[36];
+  // Automove (cache/automove.h): settings and counters.
+  std::atomic<uint32_t> automove_off;      // 1 = no passes unless asked
+  std::atomic<uint64_t> automove_passes;
+  std::atomic<uint64_t> automove_moved;    // records moved
+  std::atomic<uint64_t> automove_freed;    // marked pages that came free
+  std::atomic<uint32_t> automove_request;  // 1 = a pass now (MI)
+  std::atomic<uint32_t> automove_active;   // 1 while a pass runs
   TableHeader tables[kMaxCollections];
 };
 static_assert(std::is_standard_layout_v<Catalog>);
@@ -151,6 +157,8 @@ static_assert(offsetof(Catalog, pending_name) == 32);
 static_assert(offsetof(Catalog, dict_limits) == 96);
 static_assert(offsetof(Catalog, maxmemory) == 128);
 static_assert(offsetof(Catalog, access_clock) == 144);
+static_assert(offsetof(Catalog, automove_passes) == 160);
+static_assert(offsetof(Catalog, automove_request) == 184);
 static_assert(offsetof(Catalog, tables) == 192);
 static_assert(sizeof(Catalog) == 192 + kMaxCollections * sizeof(TableHeader));
 

@@ -51,8 +51,9 @@ inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
 // 2: 48-bit record versions, table floor; 3: large pins; 4: slab pages with
 // in-use bitmaps (mem/page.h), page masks, groups freed back from slabs;
 // 5: a cell's class comes from its page header, record byte 0 and the top
-// of byte 1 are its access field (cache/record.h, cache/access.h)
-inline constexpr uint32_t kArenaLayoutVersion = 5;
+// of byte 1 are its access field (cache/record.h, cache/access.h);
+// 6: page draining mark and per-class move counters (automove)
+inline constexpr uint32_t kArenaLayoutVersion = 6;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8

@@ -17,6 +17,9 @@
 //   7  removing a hash / set frees its record, not its trie (dict.cc FreeValue)
 //   8  reads do not record their access (cache/ops.cc TouchRecord)
 //   9  a read's access lands in a record no longer linked (TouchRecord)
+//  10  a page marked draining still takes claims (slab.cc FindPartial)
+//  11  a moved record keeps its version (cache/automove.cc MoveCopy)
+//  12  automove swaps a slot outside the seqlock bracket (automove.cc)
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -33,6 +33,7 @@ void InitPage(Arena& a, size_t page, int cls) {
   h->nwords = geo.nwords;
   h->live.store(0, std::memory_order_relaxed);
   h->cursor = 0;
+  h->draining.store(0, std::memory_order_relaxed);
   uint64_t* bm = PageBitmap(p);
   for (uint32_t w = 0; w < geo.nwords; ++w) {
     uint32_t lo = w * 64;

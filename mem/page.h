@@ -28,6 +28,8 @@
 //                                   first, so a valid magic means a whole header)
 //   live, cursor                    live: atomics (>= the true count but for
 //                                   frees in flight); cursor: pool lock
+//   draining                        pool lock (automove, mem/slab.h MarkDrain);
+//                                   a draining page gets no new claims
 //   bitmap words                    claims: CAS under the pool lock; frees: AND
 //
 // Lock order: pool lock -> group_lock. A page is taken from its group and
@@ -68,10 +70,13 @@ struct alignas(64) PageHeader {
   // line 1: counters
   std::atomic<int32_t> live;  // bits set (hint, see above)
   uint32_t cursor;            // bitmap word where the next claim looks (pool lock)
-  uint64_t pad1[7];
+  std::atomic<uint32_t> draining;  // 1: automove empties it, no claims (pool lock)
+  uint32_t pad1a;
+  uint64_t pad1[6];
 };
 static_assert(sizeof(PageHeader) == kPageHdr);
 static_assert(offsetof(PageHeader, live) == 64);
+static_assert(offsetof(PageHeader, draining) == 72);
 static_assert(std::is_standard_layout_v<PageHeader>);
 
 inline size_t PageBytes(int order) { return kMinPage << order; }

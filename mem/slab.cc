@@ -26,35 +26,7 @@ inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
   c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-constexpr int OrderFor(size_t chunk) {
-  int o = 0;
-  while ((kMinPage << o) < chunk) ++o;
-  return o;
-}
-
-constexpr size_t ChunkBytesOf(size_t cell) {
-  size_t want = cell * 32;
-  size_t c = 64u << 10;
-  while (c < want && c < kGroupSize) c <<= 1;
-  return c;
-}
-
-struct ClassTables {
-  std::array<uint8_t, kNumClasses> order{};
-  std::array<PageGeometry, kNumClasses> geo{};
-};
-constexpr ClassTables MakeTables() {
-  ClassTables t{};
-  for (int c = 0; c < kNumClasses; ++c) {
-    size_t chunk = ChunkBytesOf(kClassSize[c]);
-    t.order[c] = static_cast<uint8_t>(OrderFor(chunk));
-    t.geo[c] = Geometry(chunk, kClassSize[c]);
-  }
-  return t;
-}
-constexpr ClassTables kTables = MakeTables();
-static_assert(kTables.geo[0].ncells > 4000 && kTables.geo[kNumClasses - 1].ncells >= 7);
-static_assert(kTables.order[kNumClasses - 1] == kPageOrders - 1);
+constexpr const ClassTables& kTables = kClassTables;
 
 PageHeader* HdrAt(const Arena& a, size_t page) { return reinterpret_cast<PageHeader*>(a.base() + page); }
 size_t PageOfCell(Off cell, int cls) { return PageOfByte(size_t{cell} * kUnit, kTables.order[cls]); }
@@ -156,49 +128,6 @@ SlabPool* PoolAt(const Arena& a, int cls) {
 }
 ProcSlot* SlotAt(const Arena& a, uint32_t slot) {
   return reinterpret_cast<ProcSlot*>(a.base() + a.hdr()->slots_off) + slot;
-}
-
-// What a cell is, from the page class map (mem/page.h) and for a large
-// object the group map (never from the cell itself: its byte 0 is the
-// record's access byte). Lock-free: a stale Off gives the class of the page
-// there now, or kNoClass, never a fault. *bound: bytes a reader may touch
-// from the cell (its class size clipped to its page, or a large object's
-// run), 0 with kNoClass.
-namespace {
-inline __attribute__((always_inline)) uint8_t Classify(const Arena& a, Off cell, size_t* bound) {
-  *bound = 0;
-  size_t readable = a.ReadableFrom(cell);
-  if (readable == 0) return kNoClass;
-  size_t byte = size_t{cell} * kUnit;
-  uint8_t v = __atomic_load_n(a.PageClassMap() + (byte >> kClassMapShift), __ATOMIC_ACQUIRE);
-  if (v != 0 && v <= kNumClasses) {
-    int cls = v - 1;
-    int order = kTables.order[cls];
-    size_t page = PageOfByte(byte, order);
-    if (byte < page + kTables.geo[cls].first) return kNoClass;
-    size_t s = kClassSize[cls], room = page + PageBytes(order) - byte;
-    if (s > room) s = room;
-    *bound = s <= readable ? s : readable;
-    return static_cast<uint8_t>(cls);
-  }
-  if (byte % kGroupSize != 0) return kNoClass;
-  uint32_t e = a.GroupEntry(static_cast<uint32_t>(byte / kGroupSize));
-  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return kNoClass;
-  size_t run = size_t{Arena::EntryRun(e)} * kGroupSize;
-  *bound = run <= readable ? run : readable;
-  return kLargeClass;
-}
-}  // namespace
-
-size_t CellBound(const Arena& a, Off cell) {
-  size_t bound;
-  Classify(a, cell, &bound);
-  return bound;
-}
-
-uint8_t CellClass(const Arena& a, Off cell) {
-  size_t bound;
-  return Classify(a, cell, &bound);
 }
 
 namespace {
@@ -356,6 +285,7 @@ size_t FindPartial(Arena& a, int cls, SlabPool& p, size_t skip) {
     PageHeader* h = HdrAt(a, page);
     if (page == skip || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
     if (h->live.load(std::memory_order_relaxed) >= static_cast<int32_t>(ncells)) return false;
+    if (!PC_CANARY(10) && h->draining.load(std::memory_order_relaxed) != 0) return false;
     found = page;
     return true;
   });
@@ -656,6 +586,62 @@ size_t TidyPages(Arena& a, size_t max_pages) {
     Unlock(p.lock);
   }
   return released;
+}
+
+void ClassPages(const Arena& a, int cls, std::vector<PageLoad>* out) {
+  out->clear();
+  SlabPool& p = *PoolAt(a, cls);
+  if (p.pages.load(std::memory_order_relaxed) == 0) return;
+  size_t cur = size_t{__atomic_load_n(&p.current, __ATOMIC_RELAXED)} * kUnit;
+  ForEachPage(a, kTables.order[cls], a.hdr()->meta_groups, [&](size_t page) {
+    const PageHeader* h = HdrAt(a, page);
+    if (page == cur || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kPageMagic || h->cls != cls) return false;
+    out->push_back({page, h->live.load(std::memory_order_relaxed)});
+    return false;
+  });
+}
+
+size_t MarkDrain(Arena& a, int cls, const std::vector<size_t>& pages) {
+  SlabPool& p = *PoolAt(a, cls);
+  size_t n = 0;
+  (void)Lock(p.lock);
+  for (size_t page : pages) {
+    if (size_t{p.current} * kUnit == page || !PageInUse(a, page, cls)) continue;
+    PC_CRASH_POINT();
+    HdrAt(a, page)->draining.store(1, std::memory_order_relaxed);
+    ++n;
+  }
+  p.drained.fetch_add(n, std::memory_order_relaxed);
+  Unlock(p.lock);
+  return n;
+}
+
+void EndDrain(Arena& a, int cls, const std::vector<size_t>& pages) {
+  SlabPool& p = *PoolAt(a, cls);
+  (void)Lock(p.lock);
+  for (size_t page : pages) {
+    if (PageInUse(a, page, cls)) HdrAt(a, page)->draining.store(0, std::memory_order_relaxed);
+  }
+  // Pages that now have room are candidates for claims again.
+  p.partial.fetch_add(static_cast<uint32_t>(pages.size()), std::memory_order_relaxed);
+  Unlock(p.lock);
+}
+
+size_t ClearDrainMarks(Arena& a) {
+  size_t n = 0;
+  std::vector<PageLoad> pages;
+  std::vector<size_t> marked;
+  for (int cls = 0; cls < kNumClasses; ++cls) {
+    ClassPages(a, cls, &pages);
+    marked.clear();
+    for (const PageLoad& pl : pages) {
+      if (HdrAt(a, pl.page)->draining.load(std::memory_order_relaxed) != 0) marked.push_back(pl.page);
+    }
+    if (marked.empty()) continue;
+    EndDrain(a, cls, marked);
+    n += marked.size();
+  }
+  return n;
 }
 
 void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]) {

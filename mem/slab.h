@@ -44,9 +44,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "mem/arena.h"
 #include "mem/lock.h"
+#include "mem/page.h"
 #include "mem/status.h"
 
 namespace mem {
@@ -80,6 +82,39 @@ constexpr std::array<uint32_t, kNumClasses> MakeClassSizes() {
 inline constexpr std::array<uint32_t, kNumClasses> kClassSize = MakeClassSizes();
 static_assert(kClassSize[kNumClasses - 1] == kMaxCell);
 
+// Page order and geometry of every class (constant tables: the read path
+// bounds a cell from them with no call and no page header access).
+constexpr int OrderFor(size_t chunk) {
+  int o = 0;
+  while ((kMinPage << o) < chunk) ++o;
+  return o;
+}
+
+constexpr size_t ChunkBytesOf(size_t cell) {
+  size_t want = cell * 32;
+  size_t c = 64u << 10;
+  while (c < want && c < kGroupSize) c <<= 1;
+  return c;
+}
+
+struct ClassTables {
+  std::array<uint8_t, kNumClasses> order{};
+  std::array<PageGeometry, kNumClasses> geo{};
+};
+constexpr ClassTables MakeTables() {
+  ClassTables t{};
+  for (int c = 0; c < kNumClasses; ++c) {
+    size_t chunk = ChunkBytesOf(kClassSize[c]);
+    t.order[c] = static_cast<uint8_t>(OrderFor(chunk));
+    t.geo[c] = Geometry(chunk, kClassSize[c]);
+  }
+  return t;
+}
+inline constexpr ClassTables kClassTables = MakeTables();
+static_assert(kClassTables.geo[0].ncells > 4000 && kClassTables.geo[kNumClasses - 1].ncells >= 7);
+static_assert(kClassTables.order[kNumClasses - 1] == kPageOrders - 1);
+
+
 // Smallest class whose cells hold `bytes`; -1 above kMaxCell.
 int ClassFor(size_t bytes);
 // Page bytes for a class: a power of two in [64 KiB, 2 MiB], >= 31 cells
@@ -96,10 +131,13 @@ struct alignas(64) SlabPool {
   std::atomic<uint64_t> pages;     // pages in use by this class
   std::atomic<uint64_t> cells_total;  // cells in those pages
   std::atomic<uint64_t> pages_returned;  // pages given back after they came free
-  uint64_t pad2[3];
+  std::atomic<uint64_t> moved;     // live cells automove relocated out of draining pages
+  std::atomic<uint64_t> drained;   // pages marked draining
+  uint64_t pad2;
 };
 static_assert(sizeof(SlabPool) == 64);
 static_assert(offsetof(SlabPool, pages) == 16);
+static_assert(offsetof(SlabPool, moved) == 40);
 static_assert(std::is_standard_layout_v<SlabPool>);
 
 // One class's claim and private stack inside a ProcSlot. Owner-only writes
@@ -163,14 +201,52 @@ inline uint32_t SlotToken(uint32_t slot, uint32_t gen) {
 // Metadata sizing/initialisation, used by Arena::Create.
 size_t SlabMetaBytes(uint32_t max_procs);
 
+// What a cell is, from the page class map (mem/page.h) and for a large
+// object the group map (never from the cell itself: its byte 0 is the
+// record's access byte). Lock-free: a stale Off gives the class of the page
+// there now, or kNoClass, never a fault. *bound: bytes a reader may touch
+// from the cell (its class size clipped to its page, or a large object's
+// run), 0 with kNoClass.
+inline __attribute__((always_inline)) uint8_t ClassifyCell(const Arena& a, Off cell, size_t* bound) {
+  *bound = 0;
+  size_t readable = a.ReadableFrom(cell);
+  if (readable == 0) return kNoClass;
+  size_t byte = size_t{cell} * kUnit;
+  uint8_t v = __atomic_load_n(a.PageClassMap() + (byte >> kClassMapShift), __ATOMIC_ACQUIRE);
+  if (v != 0 && v <= kNumClasses) {
+    int cls = v - 1;
+    int order = kClassTables.order[cls];
+    size_t page = PageOfByte(byte, order);
+    if (byte < page + kClassTables.geo[cls].first) return kNoClass;
+    size_t s = kClassSize[cls], room = page + PageBytes(order) - byte;
+    if (s > room) s = room;
+    *bound = s <= readable ? s : readable;
+    return static_cast<uint8_t>(cls);
+  }
+  if (byte % kGroupSize != 0) return kNoClass;
+  uint32_t e = a.GroupEntry(static_cast<uint32_t>(byte / kGroupSize));
+  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return kNoClass;
+  size_t run = size_t{Arena::EntryRun(e)} * kGroupSize;
+  *bound = run <= readable ? run : readable;
+  return kLargeClass;
+}
+
 // Cell bound as seen by a lock-free reader: bytes readable from the cell
 // start (class size clipped to its page, or the large run), 0 if `cell`
-// lies in no page in use and heads no large object. Reads the group map
-// and the page header, never the cell.
-size_t CellBound(const Arena& a, Off cell);
+// lies in no page in use and heads no large object. Reads the page class
+// map (a large head: the group map), never the cell or its page header.
+inline size_t CellBound(const Arena& a, Off cell) {
+  size_t bound;
+  ClassifyCell(a, cell, &bound);
+  return bound;
+}
+
 // The class of `cell` by the same rule: 0..kNumClasses-1, kLargeClass, or
 // kNoClass.
-uint8_t CellClass(const Arena& a, Off cell);
+inline uint8_t CellClass(const Arena& a, Off cell) {
+  size_t bound;
+  return ClassifyCell(a, cell, &bound);
+}
 
 class Allocator {
  public:
@@ -241,6 +317,35 @@ void MaybeReleasePage(Arena& a, int cls, size_t page);
 // hint high). `max_pages` bounds the pages looked at. Returns the pages
 // given back.
 size_t TidyPages(Arena& a, size_t max_pages = ~size_t{0});
+
+// ---- automove (cache/automove.h moves the records; this is the page side) --
+// A page marked *draining* gets no new claims (FindPartial skips it; the
+// class's current page is never marked), so once its live cells are moved
+// or freed it goes back to its group like any page that comes free. Cells a
+// process had already claimed from it, or keeps on its private stack, may
+// still be handed out: such a page simply does not drain in that pass.
+// The mark is a hint for one mover (cache/automove.h): a mover that dies
+// leaves marks, which the next one clears (ClearDrainMarks) before it starts.
+struct PageLoad {
+  size_t page;   // byte offset from the arena base
+  int32_t live;  // live hint (bits set)
+};
+// The pages of `cls` in use (not the current one) with their live hints.
+void ClassPages(const Arena& a, int cls, std::vector<PageLoad>* out);
+// Mark these pages of `cls` draining (pool lock; pages no longer of the
+// class, or now current, are skipped). Returns the pages marked.
+size_t MarkDrain(Arena& a, int cls, const std::vector<size_t>& pages);
+// Clear the mark of these pages (those still of the class).
+void EndDrain(Arena& a, int cls, const std::vector<size_t>& pages);
+// Clear every mark (a mover that died left them). Returns the pages cleared.
+size_t ClearDrainMarks(Arena& a);
+// Whether a slab cell of class `cls` lies in a draining page (reads the
+// page header; for the mover, not the read path).
+inline bool CellDraining(const Arena& a, Off cell, int cls) {
+  size_t page = PageOfByte(size_t{cell} * kUnit, kClassTables.order[cls]);
+  const PageHeader* h = reinterpret_cast<const PageHeader*>(a.base() + page);
+  return h->draining.load(std::memory_order_relaxed) != 0;
+}
 
 // Occupancy of one class (walks its pages and their bitmaps: for reports).
 struct ClassUsage {

@@ -45,6 +45,8 @@ struct Config {
   int maxmemory_samples = 5;
   int lfu_log_factor = 10;                    // Redis's defaults (cache/access.h)
   int lfu_decay_time = 1;
+  bool automove = true;                       // move live cells out of sparse pages (cache/automove.h)
+  int automove_buckets = 16384;               // buckets a running pass walks per timer tick
   // [listen]
   std::string resp = "127.0.0.1:6379";
   std::vector<std::string> resp_allow;       // CIDRs allowed off loopback

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cache/access.h"
+#include "cache/automove.h"
 #include "cache/evict.h"
 #include "mem/arena.h"
 #include "proc/claim.h"
@@ -89,6 +90,7 @@ void RaiseFdLimit(int want) {
   cache::Ctx ctx(a, self->slot);
   int64_t last_sweep = 0, last_repair = 0, last_tidy = 0;
   uint64_t repair_cursor = 0;
+  cache::Automover mover;  // the one mover (cache/automove.h)
   while (!g_stop) {
     int64_t now = MonoMs();
     OwnerBump(self->heartbeat_ms, WallMs());
@@ -155,6 +157,10 @@ void RaiseFdLimit(int want) {
       if (n) LOG_INFO("gave back %zu free slab page(s) the live counts had kept", n);
       last_tidy = now;
     }
+    // Automove: empty sparse slab pages when memory is short (or when MI
+    // asked); a running pass walks 16384 buckets a tick and comes back soon.
+    if (uint64_t moved = mover.Step(ctx, static_cast<uint32_t>(cfg.automove_buckets)); moved) LOG_DEBUG("automove: %llu record(s) moved", static_cast<unsigned long long>(moved));
+    if (mover.active()) behind = true;
     (void)mem::NoteUsedPeak(a);  // INFO used_memory_peak
     cache::AccessClockTick(ctx);  // the LRU / LFU clock (cache/access.h)
     usleep(behind ? 1000 : 100 * 1000);
@@ -423,6 +429,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     ml.samples = static_cast<uint32_t>(cfg.maxmemory_samples);
     cache::SetLfuParams(ctx, static_cast<uint32_t>(cfg.lfu_log_factor), static_cast<uint32_t>(cfg.lfu_decay_time));
     cache::SetMemoryLimits(ctx, ml);
+    cache::SetAutomoveEnabled(ctx, cfg.automove);
   }
   for (const auto& cc : cfg.collections) {
     cache::CollectionOptions co;

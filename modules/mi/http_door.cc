@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cache/automove.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "mem/slab.h"
@@ -136,6 +137,15 @@ std::string Metrics(proc::ModuleProcContext& pc) {
   o += "perfcached_used_memory_bytes " + std::to_string(mem::UsedMemory(a)) + "\n";
   Metric(&o, "perfcached_groups_returned_total", "counter", "Slab groups given back after all their pages came free.");
   o += "perfcached_groups_returned_total " + std::to_string(a.hdr()->groups_returned.load()) + "\n";
+  {
+    cache::AutomoveStats am = cache::GetAutomoveStats(c);
+    Metric(&o, "perfcached_automove_passes_total", "counter", "Automove passes started.");
+    o += "perfcached_automove_passes_total " + std::to_string(am.passes) + "\n";
+    Metric(&o, "perfcached_automove_moved_total", "counter", "Records automove moved out of sparse slab pages.");
+    o += "perfcached_automove_moved_total " + std::to_string(am.moved) + "\n";
+    Metric(&o, "perfcached_automove_pages_freed_total", "counter", "Slab pages automove emptied.");
+    o += "perfcached_automove_pages_freed_total " + std::to_string(am.pages_freed) + "\n";
+  }
   {
     mem::ClassUsage u[mem::kNumClasses];
     mem::UsageAll(a, /*exact=*/false, u);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "cache/automove.h"
 #include "cache/glob.h"
 #include "cache/audit.h"
 #include "cache/evict.h"
@@ -292,6 +293,29 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"used_memory", mem::UsedMemory(e->pc.ctx->arena)},
                                  {"evicted", evicted}});
       });
+  Add(r, "core", "perf_automove",
+      "show automove (moving live values out of sparse slab pages), turn it on/off, or ask for a pass now",
+      {{}, {"action"}},
+      [e](const Params& p) {
+        std::string v, err;
+        if (p.Has("action")) {
+          if (!p.GetString("action", &v, &err)) return mi::MiParamError("Bad action (on, off, now)");
+          if (v == "on" || v == "off") {
+            cache::SetAutomoveEnabled(*e->pc.ctx, v == "on");
+          } else if (v == "now") {
+            cache::RequestAutomove(*e->pc.ctx);
+          } else {
+            return mi::MiParamError("Bad action (on, off, now)");
+          }
+        }
+        cache::AutomoveStats s = cache::GetAutomoveStats(*e->pc.ctx);
+        return mi::MiResult(Json{{"enabled", s.enabled ? "yes" : "no"},
+                                 {"passes", s.passes},
+                                 {"moved", s.moved},
+                                 {"pages_freed", s.pages_freed},
+                                 {"active", s.active ? "yes" : "no"},
+                                 {"pending", v == "now" ? "yes" : "no"}});
+      });
   Add(r, "core", "kill", "stop the daemon gracefully", {{}}, [](const Params&) {
     kill(getppid(), SIGTERM);
     return mi::MiOk();
@@ -325,7 +349,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"used", u.used},
                                  {"free", u.cells - u.used},
                                  {"waste_bytes", u.page_bytes - u.cells * cell},
-                                 {"pages_returned", p->pages_returned.load()}});
+                                 {"pages_returned", p->pages_returned.load()},
+                                 {"moved", p->moved.load()},
+                                 {"pages_drained", p->drained.load()}});
         }
         return mi::MiResult(Json{{"tier", mem::TierName(a.tier())},
                                  {"tier_note", a.tier_note()},

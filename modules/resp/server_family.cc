@@ -12,6 +12,7 @@
 #include "mem/arena.h"
 #include "mem/slab.h"
 #include "cache/access.h"
+#include "cache/automove.h"
 #include "cache/encoding.h"
 #include "cache/evict.h"
 #include "cache/key_ops.h"
@@ -372,6 +373,7 @@ void CmdInfo(CmdCtx& c) {
     std::snprintf(ppct, sizeof ppct, "%.2f%%", peak ? 100.0 * static_cast<double>(used) / static_cast<double>(peak) : 0.0);
     char frag[32];
     std::snprintf(frag, sizeof frag, "%.2f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+    cache::AutomoveStats am = cache::GetAutomoveStats(*e.ctx);
     o += "# Memory\r\nused_memory:" + std::to_string(used) + "\r\nused_memory_human:" + Human(used) +
          "\r\nused_memory_rss:" + std::to_string(rss) + "\r\nused_memory_rss_human:" + Human(rss) +
          "\r\nused_memory_peak:" + std::to_string(peak) + "\r\nused_memory_peak_human:" + Human(peak) +
@@ -384,7 +386,10 @@ void CmdInfo(CmdCtx& c) {
          "\r\narena_cap:" + std::to_string(a.cap_bytes()) + "\r\narena_committed:" +
          std::to_string(a.committed_bytes()) + "\r\narena_tier:" + mem::TierName(a.tier()) +
          "\r\narena_large_objects:" + std::to_string(a.hdr()->large_objects.load()) +
-         "\r\narena_nomem_events:" + std::to_string(a.hdr()->nomem_events.load()) + "\r\n\r\n";
+         "\r\narena_nomem_events:" + std::to_string(a.hdr()->nomem_events.load()) +
+         "\r\nautomove:" + (am.enabled ? "yes" : "no") + "\r\nautomove_passes:" + std::to_string(am.passes) +
+         "\r\nautomove_moved:" + std::to_string(am.moved) +
+         "\r\nautomove_pages_freed:" + std::to_string(am.pages_freed) + "\r\n\r\n";
   }
   if (on("stats")) {
     uint64_t hits = 0, misses = 0, expired = 0, evicted = 0;

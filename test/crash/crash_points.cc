@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "cache/access.h"
+#include "cache/automove.h"
 #include "cache/audit.h"
 #include "cache/evict.h"
 #include "cache/encoding.h"
@@ -651,6 +652,21 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
       c.clock_skew_ms = 0;
       cache::AccessClockTick(c);
       cache::SetMemoryLimits(c, cache::MemoryLimits{});
+    }
+    // automove: 600 values of one size (16 buckets that never grow: most
+    // land in the overflow table), three in four deleted, then a pass
+    // moves the rest out of the sparse pages (marks, copies, swaps in
+    // buckets and overflow nodes, frees, pages given back, marks cleared)
+    {
+      for (int i = 0; i < 600; ++i) (void)cache::Set(c, tt, "am:" + std::to_string(i), val(i, 500));
+      for (int i = 0; i < 600; ++i) {
+        if (i % 4 != 0) (void)cache::Del(c, tt, "am:" + std::to_string(i));
+      }
+      c.alloc.FlushToGlobal();
+      cache::Automover mover;
+      if (mover.Start(c, /*force=*/true)) {
+        for (int i = 0; i < 100 && mover.active(); ++i) (void)mover.Step(c, 1u << 20);
+      }
     }
     // FLUSHDB and the drop free tries too: a trie hash and a trie set here
     auto tries = [&] {

@@ -9,13 +9,17 @@ FLUSHALL, INFO memory used_memory must fall back.
 
   cd test/integration && /usr/bin/python3 -m unittest -v test_memory
 """
+import json
+import os
+import signal
 import socket
+import threading
 import time
 import unittest
 
 import redis
 
-from harness import Daemon, encode
+from harness import Daemon, encode, mi_fifo_raw
 
 ARENA_MB = 64        # small arena: a fill to -OOM takes a few seconds
 BATCH = 1000         # SETs per pipelined batch
@@ -539,6 +543,202 @@ class Eviction(unittest.TestCase):
         r.set("f", "w")  # a write keeps the counter (and counts)
         self.assertEqual(r.object("freq", "f"), 27)
         self.assertIsNone(r.object("freq", "nokey"))
+
+
+def mi_call(d, method, params=None):
+    req = {"jsonrpc": "2.0", "id": "1", "method": method}
+    if params is not None:
+        req["params"] = params
+    raw = mi_fifo_raw(d.fifo, d.workdir, json.dumps(req).encode(), timeout=30)
+    return json.loads(raw)["result"]
+
+
+def wait_automove(d, passes_before, timeout=30.0):
+    """Until a pass started after `passes_before` is over (moved stops moving)."""
+    end = time.time() + timeout
+    last = None
+    while time.time() < end:
+        st = mi_call(d, "perf_automove")
+        if st["passes"] > passes_before and last is not None and st["moved"] == last["moved"]:
+            return st
+        last = st
+        time.sleep(0.5)
+    return last
+
+
+class Automove(unittest.TestCase):
+    """Part 1's second half: live cells move out of sparse pages, so memory
+    a size class holds in pages that are a quarter full serves another
+    size. The 1000-byte fill is thinned to one key in four (no page comes
+    free by itself), then 100-byte values are written: with automove the
+    timer empties the sparse pages and the small fill goes on; without it,
+    it stops where the free groups end."""
+
+    def setUp(self):
+        self.daemons = []
+
+    def tearDown(self):
+        codes = [(d.stop(), d) for d in self.daemons]
+        for rc, d in codes:
+            self.assertEqual(rc, 0, d.read_log()[-2000:])
+
+    def start(self, overrides=()):
+        d = Daemon(workers=2, arena_mb=ARENA_MB, config=PRESIZED, overrides=overrides)
+        self.daemons.append(d)
+        return d, redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=30)
+
+    def thin(self, d, r):
+        """Fill 1000-byte values to -OOM, keep one in four; returns the kept indexes."""
+        big = fill(d.port, b"b:", LARGE)
+        self.assertIsNotNone(big.first_oom)
+        drop = [b"b:%d" % i for i in range(big.first_oom + BATCH) if i % 4 != 0]
+        for k in range(0, len(drop), BATCH):
+            r.delete(*drop[k:k + BATCH])
+        kept = [i for i in range(big.first_oom) if i % 4 == 0]
+        self.assertEqual(r.dbsize(), len(kept) + sum(1 for i in range(big.first_oom, big.stored) if i % 4 == 0))
+        return kept
+
+    def check_kept(self, r, kept):
+        for k in range(0, len(kept), BATCH):
+            part = kept[k:k + BATCH]
+            got = r.mget([b"b:%d" % i for i in part])
+            for i, v in zip(part, got):
+                self.assertEqual(v, value(i, LARGE), "kept key b:%d" % i)
+
+    def small_fill(self, d, rounds):
+        """100-byte SETs to -OOM, `rounds` times, waiting for the mover in between."""
+        total, start = 0, 0
+        for _ in range(rounds):
+            before = mi_call(d, "perf_automove")["passes"]
+            res = fill(d.port, b"s%d:" % start, SMALL)
+            self.assertEqual(res.errors, [])
+            total += res.stored
+            start += 1
+            if res.first_oom is None:
+                break
+            wait_automove(d, before, timeout=10)
+        return total
+
+    def test_sparse_pages_serve_another_size(self):
+        d, r = self.start(["memory.automove=no"])
+        fresh = fill(d.port, b"f:", SMALL)
+        self.assertIsNotNone(fresh.first_oom)
+        r.flushall()
+        kept = self.thin(d, r)
+        without = self.small_fill(d, 1)
+        self.assertEqual(mi_call(d, "perf_automove")["moved"], 0)
+        r.close()
+        self.stop_daemon(d)
+
+        d, r = self.start()
+        kept = self.thin(d, r)
+        with_am = self.small_fill(d, 6)
+        st = mi_call(d, "perf_automove")
+        msg = ("fresh arena: %d 100-byte values; after a 1000-byte fill thinned to one key in four "
+               "(%d kept): %d without automove, %d with it (%d records moved, %d pages freed, "
+               "%d passes)" % (fresh.stored, len(kept), without, with_am, st["moved"],
+                               st["pages_freed"], st["passes"]))
+        print("\n  " + msg)
+        self.check_kept(r, kept)
+        # A quarter of the big values stay (about a quarter of the arena):
+        # the small fill must get most of the rest.
+        self.assertGreater(st["moved"], 0, msg)
+        self.assertGreaterEqual(with_am, 0.55 * fresh.stored, msg)
+        self.assertGreater(with_am, 1.5 * without, msg)
+        chk = mi_call(d, "perf_check")
+        self.assertTrue(chk["clean"], chk)
+        r.close()
+
+    def test_mi_perf_automove_settings_and_errors(self):
+        d, r = self.start(["memory.automove=no"])
+        self.assertEqual(mi_call(d, "perf_automove")["enabled"], "no")
+        self.assertEqual(mi_call(d, "perf_automove", {"action": "on"})["enabled"], "yes")
+        self.assertEqual(mi_call(d, "perf_automove", ["off"])["enabled"], "no")
+        raw = mi_fifo_raw(d.fifo, d.workdir, json.dumps(
+            {"jsonrpc": "2.0", "id": "1", "method": "perf_automove", "params": {"action": "sometimes"}}).encode())
+        err = json.loads(raw)["error"]
+        self.assertEqual((err["message"], err["data"]), ("Invalid params", "Bad action (on, off, now)"))
+        # A pass asked for with nothing sparse to empty: none starts.
+        mi_call(d, "perf_automove", ["now"])
+        time.sleep(0.5)
+        st = mi_call(d, "perf_automove")
+        self.assertEqual((st["passes"], st["moved"], st["active"]), (0, 0, "no"))
+        info = r.info("memory")
+        self.assertEqual(info["automove"], "no")
+        self.assertEqual(int(info["automove_passes"]), 0)
+        r.close()
+
+    def stop_daemon(self, d):
+        self.daemons.remove(d)
+        self.assertEqual(d.stop(), 0, d.read_log()[-2000:])
+
+    def test_kill9_of_a_worker_during_automove_loses_nothing(self):
+        # 100-byte writers against an arena full of thinned 1000-byte pages:
+        # they get room only as passes empty those pages (at most 256 pages
+        # a pass). A slow mover (256 buckets a tick: a pass over the 2^17
+        # buckets takes about a second) so that each kill lands inside one.
+        d, r = self.start(["memory.automove_buckets=256"])
+        kept = {b"b:%d" % i: value(i, LARGE) for i in self.thin(d, r)}
+        acked = {}
+        stop = threading.Event()
+
+        def writer(n):
+            c, i = None, 0
+            while not stop.is_set():
+                k = b"w%d:%d" % (n, i)
+                try:
+                    if c is None:
+                        c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=5)
+                    if c.set(k, value(i, SMALL)):
+                        acked[k] = value(i, SMALL)
+                except redis.ResponseError:
+                    time.sleep(0.01)  # -OOM: the arena is full, that write is refused
+                except (redis.ConnectionError, redis.TimeoutError, ConnectionError):
+                    c = None  # its worker died: not acknowledged
+                    time.sleep(0.01)
+                i += 1
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+        for t in threads:
+            t.start()
+        kills, during = 0, 0
+        try:
+            for _ in range(3):
+                mi_call(d, "perf_automove", {"action": "now"})
+                end = time.time() + 10
+                while mi_call(d, "perf_automove")["active"] != "yes" and time.time() < end:
+                    time.sleep(0.002)
+                workers = d.worker_pids()
+                os.kill(workers[kills % len(workers)], signal.SIGKILL)
+                kills += 1
+                if mi_call(d, "perf_automove")["active"] == "yes":
+                    during += 1
+                end = time.time() + 60
+                while (len(d.worker_pids()) < 2 or mi_call(d, "perf_automove")["active"] == "yes") \
+                        and time.time() < end:
+                    time.sleep(0.2)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=30)
+        st = mi_call(d, "perf_automove")
+        print("\n  kill -9 during automove: %d kills (%d inside a pass), %d writes acknowledged, "
+              "%d passes, %d records moved, %d pages freed"
+              % (kills, during, len(acked), st["passes"], st["moved"], st["pages_freed"]))
+        self.assertEqual(kills, 3)
+        self.assertGreaterEqual(during, 2)
+        self.assertGreaterEqual(st["passes"], 3)
+        self.assertGreater(st["moved"], 0)
+        acked.update(kept)
+        keys = list(acked)
+        for k in range(0, len(keys), BATCH):
+            part = keys[k:k + BATCH]
+            for key, v in zip(part, r.mget(part)):
+                self.assertEqual(v, acked[key], "acknowledged %r" % key)
+        chk = mi_call(d, "perf_check")
+        self.assertTrue(chk["clean"], chk)
+        self.assertEqual(chk["error_count"], 0, chk)
+        r.close()
 
 
 class TableGrowth(unittest.TestCase):

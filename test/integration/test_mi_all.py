@@ -23,6 +23,7 @@ CALLS = [
     ("arg", [], lambda r: "-D" in r),
     ("log_level", [], lambda r: "Log level" in r),
     ("perf_maxmemory", [], lambda r: r["policy"] == "noeviction" and r["used_memory"] > 0),
+    ("perf_automove", [], lambda r: r["enabled"] == "yes" and r["active"] in ("yes", "no") and r["passes"] >= 0),
     ("mem_shm_dump", [], lambda r: r["used_bytes"] > 0),
     ("get_statistics", [["perfcached:"]], lambda r: "perfcached:entries" in r),
     ("list_statistics", [], lambda r: r["perfcached:hits"] == "incremental"),

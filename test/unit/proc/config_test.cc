@@ -232,7 +232,8 @@ TEST(Config, UnknownKeyListsTheSection) {
   STRCMP_EQUAL(("F:2: unknown key 'workerz' in [daemon] (expected one of: " + Keys("daemon") + ")").c_str(),
                LoadErr("[daemon]\nworkerz = 1\n").c_str());
   STRCMP_EQUAL("F:3: unknown key 'arena' in [memory] (expected one of: arena_mb, arena_cap_mb, hugepages, "
-               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples, lfu_log_factor, lfu_decay_time)",
+               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples, lfu_log_factor, lfu_decay_time, "
+               "automove, automove_buckets)",
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());

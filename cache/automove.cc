@@ -1,0 +1,269 @@
+// perfcached — automove: moving live records out of sparse slab pages (see automove.h).
+// Copyright (c) 2026 the perfcached authors.
+#include "cache/automove.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cache/internal.h"
+#include "cache/record.h"
+#include "cache/table.h"
+#include "mem/canary.h"
+#include "mem/crash_point.h"
+#include "mem/slab.h"
+
+namespace cache {
+
+using namespace detail;
+
+AutomoveStats GetAutomoveStats(const Ctx& c) {
+  const Catalog& cat = *c.catalog;
+  AutomoveStats s;
+  s.passes = cat.automove_passes.load(std::memory_order_relaxed);
+  s.moved = cat.automove_moved.load(std::memory_order_relaxed);
+  s.pages_freed = cat.automove_freed.load(std::memory_order_relaxed);
+  s.enabled = cat.automove_off.load(std::memory_order_relaxed) == 0;
+  s.active = cat.automove_active.load(std::memory_order_relaxed) != 0;
+  return s;
+}
+
+void SetAutomoveEnabled(Ctx& c, bool on) { c.catalog->automove_off.store(on ? 0 : 1, std::memory_order_relaxed); }
+
+void RequestAutomove(Ctx& c) { c.catalog->automove_request.store(1, std::memory_order_release); }
+
+namespace {
+
+// Memory is short: the arena refused a cell since the last look, its groups
+// are 7/8 handed out, or used memory is within 10% of maxmemory.
+bool UnderPressure(const Ctx& c, uint64_t* last_nomem) {
+  const mem::Arena& a = c.arena;
+  uint64_t nomem = a.hdr()->nomem_events.load(std::memory_order_relaxed);
+  bool refused = nomem != *last_nomem;
+  *last_nomem = nomem;
+  if (refused) return true;
+  if (a.used_bytes() >= a.cap_bytes() / 8 * 7) return true;
+  uint64_t max = c.catalog->maxmemory.load(std::memory_order_relaxed);
+  return max != 0 && mem::UsedMemory(a) >= max / 10 * 9;
+}
+
+// Pages of `cls` worth emptying: at most half full, sparsest first, as many
+// as the free cells of the class's other pages can take.
+std::vector<size_t> PickPages(const mem::Arena& a, int cls, size_t max_pages) {
+  std::vector<mem::PageLoad> pages;
+  mem::ClassPages(a, cls, &pages);
+  int64_t n = mem::kClassTables.geo[cls].ncells;
+  int64_t free_cells = 0;
+  for (const auto& p : pages) free_cells += n - std::clamp<int64_t>(p.live, 0, n);
+  std::vector<size_t> out;
+  if (free_cells < 2 * n || free_cells * 4 < n * static_cast<int64_t>(pages.size())) return out;
+  std::sort(pages.begin(), pages.end(), [](const mem::PageLoad& x, const mem::PageLoad& y) { return x.live < y.live; });
+  int64_t moving = 0;
+  for (const auto& p : pages) {
+    int64_t live = std::clamp<int64_t>(p.live, 0, n);
+    if (out.size() >= max_pages || live * 2 > n) break;
+    // The cells left to move into: free cells outside the marked pages.
+    int64_t room = free_cells - (n - live);
+    if (moving + live > room) break;
+    free_cells = room;
+    moving += live;
+    out.push_back(p.page);
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t Automover::marked() const {
+  size_t n = 0;
+  for (const auto& p : plan_) n += p.pages.size();
+  return n;
+}
+
+bool Automover::Start(Ctx& c, bool force) {
+  if (active()) return false;
+  mem::Arena& a = c.arena;
+  if (!cleared_) {
+    (void)mem::ClearDrainMarks(a);  // a mover before us died mid-pass
+    c.catalog->automove_active.store(0, std::memory_order_relaxed);
+    cleared_ = true;
+  }
+  if (!force && !UnderPressure(c, &last_nomem_)) return false;
+  constexpr size_t kMaxPages = 256;
+  size_t budget = kMaxPages;
+  for (int cls = 0; cls < mem::kNumClasses && budget > 0; ++cls) {
+    if (mem::PoolAt(a, cls)->pages.load(std::memory_order_relaxed) < 3) continue;
+    std::vector<size_t> pages = PickPages(a, cls, budget);
+    if (pages.empty()) continue;
+    if (mem::MarkDrain(a, cls, pages) == 0) continue;
+    budget -= std::min(budget, pages.size());
+    plan_.push_back({cls, std::move(pages)});
+  }
+  if (plan_.empty()) return false;
+  draining_cls_.assign(mem::kNumClasses, 0);
+  for (const auto& p : plan_) draining_cls_[p.cls] = 1;
+  // Our own claims and stack may lie in marked pages: give them back, so
+  // that the cells we move records into come from unmarked ones.
+  c.alloc.FlushToGlobal();
+  tables_.clear();
+  for (const auto& ci : ListCollections(c)) tables_.push_back(ci.name);
+  table_ = 0;
+  bucket_ = 0;
+  c.catalog->automove_passes.fetch_add(1, std::memory_order_relaxed);
+  c.catalog->automove_active.store(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Automover::Finish(Ctx& c) {
+  mem::Arena& a = c.arena;
+  uint64_t freed = 0;
+  for (const auto& p : plan_) {
+    std::vector<size_t> still;
+    for (size_t page : p.pages) {
+      if (mem::PageInUse(a, page, p.cls)) {
+        still.push_back(page);
+      } else {
+        ++freed;
+      }
+    }
+    mem::EndDrain(a, p.cls, still);
+  }
+  c.catalog->automove_freed.fetch_add(freed, std::memory_order_relaxed);
+  plan_.clear();
+  tables_.clear();
+  c.catalog->automove_active.store(0, std::memory_order_relaxed);
+}
+
+namespace {
+
+// Under the lock of whatever links `rec`: a copy of it in a new cell of its
+// class outside every marked page, with the next version. 0 when the
+// record is not in a marked page or no cell could be had.
+Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+  mem::Arena& a = c.arena;
+  uint8_t cls = mem::CellClass(a, rec);
+  if (cls >= mem::kNumClasses || !draining_cls[cls] || !mem::CellDraining(a, rec, cls)) return 0;
+  Off fresh = 0;
+  for (int tries = 0; tries < 4 && fresh == 0; ++tries) {
+    Off got;
+    if (c.alloc.Alloc(mem::kClassSize[cls], &got) != Status::kOk) return 0;
+    if (mem::CellClass(a, got) == cls && !mem::CellDraining(a, got, cls)) {
+      fresh = got;
+    } else {
+      spare->push_back(got);  // a cell of a marked page: freed after the unlock
+    }
+  }
+  if (fresh == 0) return 0;
+  char* dst = a.At(fresh);
+  mem::AtomicCopyIn(dst, a.At(rec), mem::kClassSize[cls]);
+  mem::PoolAt(a, cls)->moved.fetch_add(1, std::memory_order_relaxed);
+  RecView v{dst};
+  if (!PC_CANARY(11)) v.set_meta(v.expire(), NextVersion(v.version()));
+  PC_CRASH_POINT();
+  return fresh;
+}
+
+}  // namespace
+
+uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t* walked) {
+  mem::Arena& a = c.arena;
+  uint64_t moved = 0;
+  std::vector<Off> spare;
+  uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
+  for (; bucket_ < nb && *walked < budget; ++bucket_, ++*walked) {
+    Bucket* b = BucketAt(a, h, bucket_);
+    if (!b) continue;
+    // A look with no lock first: most buckets have nothing to move.
+    bool any = false;
+    uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+    for (uint32_t i = 0; i < used && !any; ++i) {
+      Off rec = SlotAt(*b, static_cast<int>(i));
+      uint8_t cls = mem::CellClass(a, rec);
+      any = cls < mem::kNumClasses && draining_cls_[cls] && mem::CellDraining(a, rec, cls);
+    }
+    if (!any) continue;
+    LockBucket(c, h, bucket_, *b);
+    used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+    Off fresh[kSlots] = {};
+    bool changed = false;
+    for (uint32_t i = 0; i < used; ++i) {
+      fresh[i] = MoveCopy(c, SlotAt(*b, static_cast<int>(i)), draining_cls_, &spare);
+      changed |= fresh[i] != 0;
+    }
+    if (changed) {
+      if (!PC_CANARY(12)) WriteBegin(*b);
+      for (uint32_t i = 0; i < used; ++i) {
+        if (fresh[i] == 0) continue;
+        Off old = SlotAt(*b, static_cast<int>(i));
+        SetSlot(*b, static_cast<int>(i), fresh[i]);
+        PC_CRASH_POINT();
+        c.dead.push_back(old);
+      }
+      if (!PC_CANARY(12)) WriteEnd(*b);
+    }
+    mem::Unlock(b->lock);
+    // After the unlock, as a SET frees the record it replaced.
+    for (Off old : c.dead) mem::FreeGlobal(a, old);
+    moved += c.dead.size();
+    c.dead.clear();
+    for (Off s : spare) mem::FreeGlobal(a, s);
+    spare.clear();
+  }
+  if (bucket_ < nb || h.ovf.count.load(std::memory_order_acquire) == 0) return moved;
+  // The overflow table: small, walked whole under its lock.
+  LockOverflow(c, h);
+  Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+  std::vector<std::pair<Off, Off>> swaps;  // node, new record
+  for (uint32_t i = 0; i < kOvfHeads; ++i) {
+    uint32_t guard = 1u << 16;
+    for (Off node = mem::LoadRelaxed32(&heads[i]); node != 0 && guard-- > 0;
+         node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
+      Off fresh = MoveCopy(c, mem::LoadRelaxed32(a.At(node) + kNodeRec), draining_cls_, &spare);
+      if (fresh) swaps.emplace_back(node, fresh);
+    }
+  }
+  if (!swaps.empty()) {
+    PC_CRASH_POINT();
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    for (const auto& [node, fresh] : swaps) {
+      c.dead.push_back(mem::LoadRelaxed32(a.At(node) + kNodeRec));
+      mem::StoreRelaxed32(a.At(node) + kNodeRec, fresh);
+      PC_CRASH_POINT();
+    }
+    h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+  }
+  mem::Unlock(h.ovf.lock);
+  for (Off old : c.dead) mem::FreeGlobal(a, old);
+  moved += c.dead.size();
+  c.dead.clear();
+  for (Off s : spare) mem::FreeGlobal(a, s);
+  return moved;
+}
+
+uint64_t Automover::Step(Ctx& c, uint32_t budget) {
+  if (!active()) {
+    bool asked = c.catalog->automove_request.exchange(0, std::memory_order_acq_rel) != 0;
+    if (!asked) {
+      if (c.catalog->automove_off.load(std::memory_order_relaxed) != 0) return 0;
+      int64_t now = NowMs(c);
+      if (now - last_check_ms_ < 1000) return 0;  // a look a second at most
+      last_check_ms_ = now;
+    }
+    if (!Start(c, asked)) return 0;
+  }
+  uint64_t moved = 0;
+  uint32_t walked = 0;
+  while (walked < budget && table_ < tables_.size()) {
+    TableRef t;
+    if (OpenCollection(c, tables_[table_], &t) == Status::kOk) {
+      moved += WalkTable(c, *t.h, budget, &walked);
+      if (bucket_ < RouteBuckets(t.h->route.load(std::memory_order_acquire)) && walked >= budget) break;
+    }
+    ++table_;
+    bucket_ = 0;
+  }
+  if (moved) c.catalog->automove_moved.fetch_add(moved, std::memory_order_relaxed);
+  if (table_ >= tables_.size()) Finish(c);
+  return moved;
+}
+
+}  // namespace cache

@@ -1,0 +1,312 @@
+// perfcached — unit tests of automove (cache/automove.h): sparse pages are
+// emptied into the rest of their class, nothing is lost, readers and
+// optimistic writers stay correct.
+// Copyright (c) 2026 the perfcached authors.
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/audit.h"
+#include "cache/automove.h"
+#include "cache/bucket.h"
+#include "cache/internal.h"
+#include "cache/ops.h"
+#include "mem/slab.h"
+#include "test/unit/cache/fixture.h"
+
+#include "CppUTest/TestHarness.h"
+#include "CppUTest/MemoryLeakWarningPlugin.h"
+
+using mem::Status;
+
+namespace {
+
+// A value that says which key and generation it belongs to, 1000 bytes.
+std::string ValueOf(uint64_t i, uint32_t gen = 0) {
+  std::string v = "v" + std::to_string(i) + "/" + std::to_string(gen) + ":";
+  v.resize(1000, static_cast<char>('a' + (i + gen) % 26));
+  return v;
+}
+
+// The class of key 0's record (every value is 1000 bytes).
+int ClassOfValues(cache::Ctx& c, const cache::TableRef& t) {
+  cache::ReadInfo ri;
+  (void)cache::Probe(c, t, testing::Key(0), &ri);
+  return mem::ClassFor(cache::RecordBytes(cache::kTypeString, testing::Key(0).size(), ri.vlen));
+}
+
+uint64_t SeqSum(const mem::Arena& a, const cache::TableHeader& h, bool* all_even) {
+  uint64_t sum = 0;
+  *all_even = true;
+  uint64_t nb = cache::detail::RouteBuckets(h.route.load());
+  for (uint64_t i = 0; i < nb; ++i) {
+    const cache::Bucket* b = cache::detail::BucketAt(a, h, i);
+    if (!b) continue;
+    uint32_t s = b->seq.load();
+    sum += s;
+    if (s & 1) *all_even = false;
+  }
+  return sum;
+}
+
+void RunPass(cache::Automover& m, cache::Ctx& c) {
+  for (int i = 0; i < 1000 && m.active(); ++i) (void)m.Step(c, 1u << 20);
+}
+
+}  // namespace
+
+TEST_GROUP(Automove) {
+  testing::EngineFixture* f = nullptr;
+  cache::Ctx* c = nullptr;
+  void setup() override {
+    f = new testing::EngineFixture(64);
+    c = f->ctx;
+  }
+  void teardown() override { delete f; }
+
+  // 20,000 keys of 1000 bytes, then three of every four deleted: every
+  // page of their class is a quarter full, and none can be given back.
+  cache::TableRef Sparse() {
+    cache::TableRef t = f->Table("t", 4096);
+    for (uint64_t i = 0; i < 20000; ++i) CHECK(cache::Set(*c, t, testing::Key(i), ValueOf(i)) == Status::kOk);
+    for (uint64_t i = 0; i < 20000; ++i) {
+      if (i % 4 != 0) CHECK(cache::Del(*c, t, testing::Key(i)) == Status::kOk);
+    }
+    c->alloc.FlushToGlobal();
+    return t;
+  }
+};
+
+TEST(Automove, EmptiesSparsePagesAndLosesNothing) {
+  cache::TableRef t = Sparse();
+  int cls = ClassOfValues(*c, t);
+  uint64_t pages_before = mem::PoolAt(*f->arena, cls)->pages.load();
+  CHECK(pages_before > 40);
+  bool even = false;
+  uint64_t seq_before = SeqSum(*f->arena, *t.h, &even);
+  std::vector<uint64_t> versions(20000);
+  for (uint64_t i = 0; i < 20000; i += 4) {
+    cache::ReadInfo ri;
+    CHECK(cache::Probe(*c, t, testing::Key(i), &ri) == Status::kOk);
+    versions[i] = ri.version;
+  }
+
+  cache::Automover m;
+  CHECK(m.Start(*c, /*force=*/true));
+  CHECK(m.marked() > pages_before / 2);
+  RunPass(m, *c);
+  CHECK_FALSE(m.active());
+
+  cache::AutomoveStats s = cache::GetAutomoveStats(*c);
+  CHECK_EQUAL(1u, s.passes);
+  CHECK(s.moved > 2000);
+  CHECK(s.pages_freed > pages_before / 2);
+  uint64_t pages_after = mem::PoolAt(*f->arena, cls)->pages.load();
+  CHECK(pages_after * 2 < pages_before);
+  // Every key is there with its value; every moved record has a new version.
+  uint64_t moved_versions = 0;
+  std::string got;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    Status st = cache::GetString(*c, t, testing::Key(i), &got);
+    if (i % 4 != 0) {
+      CHECK(st == Status::kNotFound);
+      continue;
+    }
+    CHECK(st == Status::kOk);
+    CHECK(got == ValueOf(i));
+    cache::ReadInfo ri;
+    CHECK(cache::Probe(*c, t, testing::Key(i), &ri) == Status::kOk);
+    if (ri.version != versions[i]) ++moved_versions;
+  }
+  CHECK_EQUAL(s.moved, moved_versions);
+  // The swaps were made inside seqlock brackets.
+  uint64_t seq_after = SeqSum(*f->arena, *t.h, &even);
+  CHECK(even);
+  CHECK(seq_after >= seq_before + 2 * 500);
+  cache::AuditReport r = cache::Audit(*c);
+  if (!r.clean()) FAIL(r.Summary().c_str());
+  CHECK_EQUAL(0u, r.cells_leaked);
+}
+
+TEST(Automove, FreedPagesServeAnotherSize) {
+  cache::TableRef t = Sparse();
+  cache::TableRef u = f->Table("u", 4096);
+  // 100-byte values until the arena is full: before the pass ...
+  auto fill = [&](const char* prefix) {
+    uint64_t n = 0;
+    for (; n < 2000000; ++n) {
+      if (cache::Set(*c, u, prefix + std::to_string(n), std::string(100, 'x')) != Status::kOk) break;
+    }
+    return n;
+  };
+  uint64_t before = fill("a:");
+  CHECK(cache::ClearCollection(*c, u, nullptr) == Status::kOk);
+  c->alloc.FlushToGlobal();
+  (void)mem::TidyPages(*f->arena);
+  cache::Automover m;
+  CHECK(m.Start(*c, true));
+  RunPass(m, *c);
+  uint64_t after = fill("b:");
+  // the 1000-byte pages emptied by the pass (~3/4 of 20 MB) now hold 100-byte values
+  CHECK(after > before + before / 8);
+  for (uint64_t i = 0; i < 20000; i += 4) {
+    std::string got;
+    CHECK(cache::GetString(*c, t, testing::Key(i), &got) == Status::kOk);
+    CHECK(got == ValueOf(i));
+  }
+}
+
+TEST(Automove, MarkedPagesGetNoNewCells) {
+  cache::TableRef t = Sparse();
+  int cls = ClassOfValues(*c, t);
+  cache::Automover m;
+  CHECK(m.Start(*c, true));
+  // Another process allocates cells of the class: none from a marked page.
+  cache::Ctx other(*f->arena, 1);
+  std::vector<mem::Off> cells;
+  for (int i = 0; i < 2000; ++i) {
+    mem::Off cell;
+    CHECK(other.alloc.Alloc(mem::kClassSize[cls], &cell) == Status::kOk);
+    CHECK_FALSE(mem::CellDraining(*f->arena, cell, cls));
+    cells.push_back(cell);
+  }
+  for (mem::Off cell : cells) mem::FreeGlobal(*f->arena, cell);
+  RunPass(m, *c);
+}
+
+TEST(Automove, AWriteThatReadBeforeAMoveRetries) {
+  cache::TableRef t = Sparse();
+  std::vector<uint64_t> before(20000);
+  for (uint64_t i = 0; i < 20000; i += 4) {
+    cache::ReadInfo ri;
+    CHECK(cache::Probe(*c, t, testing::Key(i), &ri) == Status::kOk);
+    before[i] = ri.version;
+  }
+  cache::Automover m;
+  CHECK(m.Start(*c, true));
+  RunPass(m, *c);
+  // An optimistic write (an aggregate's, INCR on a string) that read before
+  // the move compares versions: it must see every moved record as changed.
+  uint64_t refused = 0;
+  for (uint64_t i = 0; i < 20000; i += 4) {
+    cache::StoreOpts o;
+    o.check_version = true;
+    o.expect_version = before[i];
+    if (cache::Set(*c, t, testing::Key(i), "new", o) == Status::kVersion) ++refused;
+  }
+  CHECK(refused > 0);
+  CHECK_EQUAL(cache::GetAutomoveStats(*c).moved, refused);
+}
+
+TEST(Automove, StaleMarksAreClearedByTheNextMover) {
+  (void)Sparse();
+  {
+    cache::Automover dead;
+    CHECK(dead.Start(*c, true));  // marks pages, then "dies" without a step
+  }
+  cache::Automover m;
+  CHECK(m.Start(*c, true));
+  RunPass(m, *c);
+  // No page is left marked once the pass is over.
+  for (int cls = 0; cls < mem::kNumClasses; ++cls) {
+    std::vector<mem::PageLoad> pages;
+    mem::ClassPages(*f->arena, cls, &pages);
+    for (const auto& p : pages) {
+      const auto* h = reinterpret_cast<const mem::PageHeader*>(f->arena->base() + p.page);
+      CHECK_EQUAL(0u, h->draining.load());
+    }
+  }
+}
+
+TEST(Automove, NoPassWithoutSparsePages) {
+  cache::TableRef t = f->Table("t", 4096);
+  for (uint64_t i = 0; i < 5000; ++i) CHECK(cache::Set(*c, t, testing::Key(i), ValueOf(i)) == Status::kOk);
+  cache::Automover m;
+  CHECK_FALSE(m.Start(*c, true));    // full pages: nothing worth moving
+  CHECK_FALSE(m.Start(*c, false));   // and no memory pressure
+}
+
+// Readers never see a value that is not the key's, and writers lose
+// nothing, while the mover empties pages under them (threads: TSan sees
+// every access; make check-tsan).
+TEST_GROUP(AutomoveThreads) {
+  testing::EngineFixture* f = nullptr;
+  void setup() override {
+    MemoryLeakWarningPlugin::saveAndDisableNewDeleteOverloads();
+    f = new testing::EngineFixture(64, 0, 8);
+  }
+  void teardown() override {
+    delete f;
+    MemoryLeakWarningPlugin::restoreNewDeleteOverloads();
+  }
+};
+
+TEST(AutomoveThreads, ReadersAndWritersDuringPasses) {
+  cache::TableRef t = f->Table("t", 4096);
+  cache::Ctx& c0 = *f->ctx;
+  constexpr uint64_t kKeys = 16000;
+  for (uint64_t i = 0; i < kKeys; ++i) CHECK(cache::Set(c0, t, testing::Key(i), ValueOf(i)) == Status::kOk);
+  for (uint64_t i = 0; i < kKeys; ++i) {
+    if (i % 4 != 0) CHECK(cache::Del(c0, t, testing::Key(i)) == Status::kOk);
+  }
+  c0.alloc.FlushToGlobal();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> bad{0}, reads{0};
+  std::atomic<uint32_t> gen[kKeys / 4];
+  for (auto& g : gen) g.store(0);
+  // Writer: rewrites keys 0, 4, 8 ... with a new generation (same size).
+  std::thread writer([&] {
+    cache::Ctx c(*f->arena, 1);
+    for (uint32_t round = 1; round < 4 && !stop.load(); ++round) {
+      for (uint64_t i = 0; i < kKeys; i += 4) {
+        if (cache::Set(c, t, testing::Key(i), ValueOf(i, round)) != Status::kOk) bad.fetch_add(1);
+        gen[i / 4].store(round);
+      }
+    }
+    c.alloc.Release();  // a thread's slot: given back, not left to an adopter
+  });
+  auto reader = [&](uint32_t slot) {
+    cache::Ctx c(*f->arena, slot);
+    std::string got;
+    for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+      uint64_t i = (n * 4 * 7919) % kKeys;
+      uint32_t g0 = gen[i / 4].load();
+      if (cache::GetString(c, t, testing::Key(i), &got) != Status::kOk) {
+        bad.fetch_add(1);
+        continue;
+      }
+      uint32_t g1 = gen[i / 4].load();
+      bool ok = false;
+      for (uint32_t g = g0; g <= g1 + 1 && !ok; ++g) ok = got == ValueOf(i, g);
+      if (!ok) bad.fetch_add(1);
+      reads.fetch_add(1, std::memory_order_relaxed);
+    }
+    c.alloc.Release();
+  };
+  std::thread r1(reader, 2), r2(reader, 3);
+  cache::Automover m;
+  int passes = 0;
+  for (int k = 0; k < 6; ++k) {
+    if (m.Start(c0, true)) {
+      ++passes;
+      for (int i = 0; i < 10000 && m.active(); ++i) (void)m.Step(c0, 256);
+    }
+  }
+  writer.join();
+  stop.store(true);
+  r1.join();
+  r2.join();
+  CHECK(passes >= 1);
+  CHECK(reads.load() > 1000);
+  CHECK_EQUAL(0u, bad.load());
+  CHECK(cache::GetAutomoveStats(c0).moved > 0);
+  for (uint64_t i = 0; i < kKeys; i += 4) {
+    std::string got;
+    CHECK(cache::GetString(c0, t, testing::Key(i), &got) == Status::kOk);
+    CHECK(got == ValueOf(i, gen[i / 4].load()));
+  }
+  cache::AuditReport r = cache::Audit(c0);
+  if (!r.clean()) FAIL(r.Summary().c_str());
+}

@@ -296,6 +296,7 @@ INFO_EXACT = {b"redis_mode", b"arch_bits", b"maxmemory_policy", b"evicted_keys",
               b"rejected_connections"}
 INFO_EXTRA = {b"perfcached_version", b"worker_pid", b"arena_committed", b"arena_tier",
               b"arena_large_objects", b"arena_nomem_events", b"arena_groups_bytes", b"arena_cap",
+              b"automove", b"automove_passes", b"automove_moved", b"automove_pages_freed",
               # Redis 7.2's (Debian's redis-server is 7.0):
               b"client_query_buffer_limit_disconnections",
               b"client_output_buffer_limit_disconnections"}

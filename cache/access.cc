@@ -2,9 +2,15 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/access.h"
 
+#include <algorithm>
 #include <ctime>
+#include <vector>
 
 #include "cache/evict.h"
+#include "cache/internal.h"
+#include "cache/record.h"
+#include "mem/canary.h"
+#include "mem/crash_point.h"
 
 namespace cache {
 namespace {
@@ -67,6 +73,73 @@ uint8_t AccessFrequency(const AccessParams& p, uint16_t acc) { return Decayed(p,
 
 uint32_t AccessEvictRank(const AccessParams& p, uint16_t acc) {
   return p.lfu ? 255u - Decayed(p, acc) : AccessIdleSeconds(p, acc);
+}
+
+bool AccessAge(const AccessParams& p, uint16_t acc, uint16_t* out) {
+  if (PC_CANARY(13)) return false;
+  if (!p.lfu) {
+    if (AccessIdleSeconds(p, acc) < kAgeLruSeconds) return false;
+    *out = static_cast<uint16_t>((p.clock_s - kAgeLruSeconds) & kAccessClockMask);
+    return true;
+  }
+  uint32_t idle_min = (MinuteOf(p.clock_s) - (acc >> 8)) & kLfuMinuteMask;
+  if (idle_min < kAgeLfuMinutes) return false;
+  // The decay so far, and the minute it was reckoned at: the next decay
+  // counts from here (the fraction of a period already idle is dropped).
+  *out = LfuField(Decayed(p, acc), MinuteOf(p.clock_s));
+  return true;
+}
+
+uint64_t AgeAccessStep(Ctx& c, uint64_t* cursor, uint32_t budget) {
+  using namespace detail;
+  const mem::Arena& a = c.arena;
+  AccessParams p = LoadAccessParams(*c.catalog);
+  std::vector<CollectionInfo> cols = ListCollections(c);
+  if (cols.empty()) return 0;
+  uint64_t col = *cursor >> 40, idx = *cursor & ((uint64_t{1} << 40) - 1), aged = 0;
+  if (col >= cols.size()) col = 0, idx = 0;
+  uint32_t walked = 0;
+  for (size_t turns = 0; turns <= cols.size() && walked < budget; ++turns) {
+    TableRef t;
+    if (OpenCollection(c, cols[col].name, &t) == Status::kOk) {
+      TableHeader& h = *t.h;
+      uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
+      auto age = [&](Off rec) {
+        RecView v{a.At(rec)};
+        uint16_t now;
+        if (AccessAge(p, v.access(), &now)) {
+          v.set_access(now);
+          ++aged;
+        }
+      };
+      for (; idx < nb && walked < budget; ++idx, ++walked) {
+        Bucket* b = BucketAt(a, h, idx);
+        if (!b || Used(TagsHi(*b)) == 0) continue;
+        LockBucket(c, h, idx, *b);
+        uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+        for (uint32_t i = 0; i < used; ++i) age(SlotAt(*b, static_cast<int>(i)));
+        PC_CRASH_POINT();
+        mem::Unlock(b->lock);
+      }
+      if (idx < nb) break;  // budget spent inside this collection
+      if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+        LockOverflow(c, h);
+        Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
+        for (uint32_t i = 0; i < kOvfHeads; ++i) {
+          uint32_t guard = 1u << 16;
+          for (Off node = mem::LoadRelaxed32(&heads[i]); node != 0 && guard-- > 0;
+               node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
+            age(mem::LoadRelaxed32(a.At(node) + kNodeRec));
+          }
+        }
+        mem::Unlock(h.ovf.lock);
+      }
+    }
+    col = (col + 1) % cols.size();
+    idx = 0;
+  }
+  *cursor = col << 40 | idx;
+  return aged;
 }
 
 void AccessClockTick(Ctx& c) {

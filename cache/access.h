@@ -10,7 +10,10 @@
 //   LRU mode (every policy but the two LFU ones)
 //     the access clock, in seconds, of the record's last read or write,
 //     modulo 2^13 (2 h 16 min 32 s). Idle time = clock - stamp, modulo the
-//     same: a key idle longer than that looks younger than it is. Under an
+//     same; so that a key idle longer than that never looks young again,
+//     the timer's aging pass (AgeAccessStep) moves every stamp older than
+//     kAgeLruSeconds (68 min) up to exactly that age at least every 30 min:
+//     idle times up to 68 min are exact, longer ones read 68-98 min. Under an
 //     LRU policy a read stores a new stamp when the second has changed;
 //     under a policy that does not evict by it (noeviction, *-random,
 //     volatile-ttl) only when the key has been idle a minute or more, so
@@ -21,8 +24,10 @@
 //                5, an access adds one with probability
 //                1 / ((counter - 5) * lfu-log-factor + 1), 255 at most)
 //     bits 8..12 the minute of its last access, modulo 32; the counter
-//                loses one per lfu-decay-time minutes without access (up
-//                to 31 minutes of idleness are seen; longer looks like 31).
+//                loses one per lfu-decay-time minutes without access. The
+//                aging pass applies the decay of a key idle 16 minutes or
+//                more and stamps the current minute, so the 5-bit minute
+//                never wraps (the pass comes at least every 10 min).
 //
 // Cost on the read path: the field is loaded with the record header (same
 // cache line, no extra miss) and compared with what this access would make
@@ -105,6 +110,19 @@ uint32_t AccessIdleSeconds(const AccessParams& p, uint16_t acc);
 uint8_t AccessFrequency(const AccessParams& p, uint16_t acc);
 // Eviction rank, larger = evict first: idle seconds, or 255 - frequency.
 uint32_t AccessEvictRank(const AccessParams& p, uint16_t acc);
+
+// The aging pass (timer): a stamp too old to be kept exact without wrapping
+// (LRU: idle kAgeLruSeconds or more; LFU: kAgeLfuMinutes or more) gets its
+// replacement in *out; false when it is young enough.
+inline constexpr uint32_t kAgeLruSeconds = 4096;
+inline constexpr uint32_t kAgeLfuMinutes = 16;
+inline constexpr int64_t kAgePeriodMs = 10 * 60 * 1000;  // a whole round at most this long
+bool AccessAge(const AccessParams& p, uint16_t acc, uint16_t* out);
+// One step of the round: `budget` buckets from *cursor on, round robin over
+// every collection (cursor: collection index << 40 | bucket). Old stamps
+// are rewritten under the bucket (or overflow) lock, outside any seqlock
+// bracket (readers never validate the field). Returns records rewritten.
+uint64_t AgeAccessStep(Ctx& c, uint64_t* cursor, uint32_t budget);
 
 // The clock: set it from the wall clock (NowMs(c), so a test's clock skew
 // counts). The timer calls it every tick; InitCatalog once.

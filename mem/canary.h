@@ -20,6 +20,7 @@
 //  10  a page marked draining still takes claims (slab.cc FindPartial)
 //  11  a moved record keeps its version (cache/automove.cc MoveCopy)
 //  12  automove swaps a slot outside the seqlock bracket (automove.cc)
+//  13  the aging pass ages nothing: idle keys wrap to young (cache/access.cc)
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -91,6 +91,8 @@ void RaiseFdLimit(int want) {
   int64_t last_sweep = 0, last_repair = 0, last_tidy = 0;
   uint64_t repair_cursor = 0;
   cache::Automover mover;  // the one mover (cache/automove.h)
+  int64_t last_age = 0;
+  uint64_t age_cursor = 0;
   while (!g_stop) {
     int64_t now = MonoMs();
     OwnerBump(self->heartbeat_ms, WallMs());
@@ -150,6 +152,15 @@ void RaiseFdLimit(int want) {
       uint32_t r = cache::RepairDeadStep(ctx, &repair_cursor, 16384);
       if (r) LOG_NOTICE("background pass repaired %u lock(s)/slot(s) left by dead processes", r);
       last_repair = now;
+    }
+    if (now - last_age >= 1000) {
+      // The aging pass (cache/access.h): a whole round over every bucket in
+      // at most 500 s, so no access stamp wraps to look young.
+      uint64_t buckets = 0;
+      for (const auto& ci : cache::ListCollections(ctx)) buckets += ci.buckets;
+      uint32_t budget = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(1024, buckets / 500), 1u << 24));
+      (void)cache::AgeAccessStep(ctx, &age_cursor, budget);
+      last_age = now;
     }
     if (now - last_tidy >= 10000) {
       // Pages a crash left counted as used although they are free.

@@ -649,6 +649,12 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
       for (int i = 0; i < 5; ++i) (void)cache::GetString(c, tt, "v:" + std::to_string(i), &v);
       (void)cache::EvictOne(c, ml);
       cache::ForgetEvictionPool();
+      // the aging pass: two hours later every stamp is old (buckets and
+      // the overflow table), rewritten under the locks
+      c.clock_skew_ms = 7200 * 1000;
+      cache::AccessClockTick(c);
+      uint64_t age_cursor = 0;
+      for (int i = 0; i < 4; ++i) (void)cache::AgeAccessStep(c, &age_cursor, 1u << 20);
       c.clock_skew_ms = 0;
       cache::AccessClockTick(c);
       cache::SetMemoryLimits(c, cache::MemoryLimits{});

@@ -1,6 +1,7 @@
 // perfcached — unit tests of the per-record access field (cache/access.h)
 // and the LRU / LFU policies built on it (cache/evict.h).
 // Copyright (c) 2026 the perfcached authors.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -255,4 +256,61 @@ TEST(Access, VolatileLruAndLfuNeverTakeKeysWithoutTtl) {
   l.policy = cache::EvictPolicy::kVolatileLru;
   CHECK_FALSE(cache::EvictOne(*c, l));  // only keys without a TTL left
   for (int i = 0; i < 100; ++i) CHECK(cache::Probe(*c, t, testing::Key(i), nullptr) == Status::kOk);
+}
+
+// The aging pass (canary 13): 13 bits of seconds wrap after 2 h 16 min, and
+// a key idle that long must not come back looking young. Ten hours of a
+// cold key and a hot one, with the timer's pass every 30 min.
+TEST(Access, AgingKeepsColdKeysOldAcrossTheWrap) {
+  cache::TableRef t = f->Table("t");
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kAllKeysLru;
+  cache::SetMemoryLimits(*c, l);
+  Put(t, "cold");
+  Put(t, "hot");
+  uint64_t cursor = 0;
+  for (int half_hours = 1; half_hours <= 20; ++half_hours) {
+    Advance(1800);
+    Read(t, "hot");
+    (void)cache::AgeAccessStep(*c, &cursor, 1u << 20);
+    AccessParams p = cache::LoadAccessParams(*c->catalog);
+    uint32_t idle = cache::AccessIdleSeconds(p, AccessOf(t, "cold"));
+    uint32_t want = std::min<uint32_t>(half_hours * 1800, cache::kAgeLruSeconds);
+    CHECK_EQUAL(want, idle);
+    CHECK_EQUAL(0u, cache::AccessIdleSeconds(p, AccessOf(t, "hot")));
+    // between passes a cold key reads at most 98 min, never young
+    Advance(1799);
+    p = cache::LoadAccessParams(*c->catalog);
+    CHECK(cache::AccessIdleSeconds(p, AccessOf(t, "cold")) >= std::min<uint32_t>(half_hours * 1800 + 1799, 4096));
+    Advance(-1799);
+  }
+  // and the cold key still ranks first for LRU eviction
+  AccessParams p = cache::LoadAccessParams(*c->catalog);
+  CHECK(cache::AccessEvictRank(p, AccessOf(t, "cold")) > cache::AccessEvictRank(p, AccessOf(t, "hot")));
+}
+
+TEST(Access, AgingAppliesTheLfuDecayBeforeTheMinuteWraps) {
+  cache::TableRef t = f->Table("t", 16, 100000);  // small and never grows: overflow too
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kAllKeysLfu;
+  cache::SetMemoryLimits(*c, l);
+  for (int i = 0; i < 300; ++i) Put(t, "k:" + std::to_string(i));
+  CHECK(t.h->ovf.count.load() > 0);
+  for (int r = 0; r < 40; ++r) Read(t, "k:7");
+  AccessParams p = cache::LoadAccessParams(*c->catalog);
+  uint8_t f0 = cache::AccessFrequency(p, AccessOf(t, "k:7"));
+  CHECK(f0 > cache::kLfuInitVal);
+  uint64_t cursor = 0;
+  // 40 minutes idle, a pass every 10: one point of decay per minute
+  for (int m = 1; m <= 4; ++m) {
+    Advance(600);
+    (void)cache::AgeAccessStep(*c, &cursor, 1u << 20);
+  }
+  p = cache::LoadAccessParams(*c->catalog);
+  uint8_t f1 = cache::AccessFrequency(p, AccessOf(t, "k:7"));
+  // without the pass the 5-bit minute wraps: 40 minutes look like 8
+  CHECK(f1 + 40 <= f0 + 1 || f1 == 0);
+  for (int i = 0; i < 300; i += 37) {
+    CHECK(cache::AccessFrequency(p, AccessOf(t, "k:" + std::to_string(i))) == 0 || i == 7);
+  }
 }

@@ -5,6 +5,7 @@
 #   make bench      engine benchmark (bench/engine) and the RESP comparison
 #   make soak       long multi-process soak and crash runs
 #   make fuzz       run each fuzz target for FUZZ_SECONDS
+#   make install    PREFIX=/usr/local DESTDIR= (see "Install" below); make uninstall
 #   V=1             show full command lines
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -69,7 +70,7 @@ $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETT
 
 .PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration diff daemon-san \
         crash-build crash-points crash-points-all canary \
-        check-deps format-check clean run
+        check-deps format-check clean run install uninstall
 
 all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
 
@@ -263,6 +264,56 @@ run: deps
 
 clean:
 	rm -rf build build-asan build-tsan build-crash build-canary* bench/engine bin
+
+# ---- make install / make uninstall (README.md "Install") -------------------
+# Debian's layout: the daemon and perfcached-setup-host in sbin, perfcli in
+# bin, the config in /etc whatever the PREFIX (SYSCONFDIR), man pages
+# gzip -9n'd, the unit in /lib/systemd/system for PREFIX=/usr and in
+# $(PREFIX)/lib/systemd/system otherwise (both on systemd's unit path).
+# The config is installed only when absent: an operator's file is never
+# overwritten (the new default goes next to it as perfcached.conf.dist),
+# and uninstall never removes it.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ifeq ($(PREFIX),/usr)
+UNITDIR ?= /lib/systemd/system
+else
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+endif
+MAN_PAGES := man/perfcached.8 man/perfcached-setup-host.8 man/perfcli.1 man/perfcached.conf.5
+UNIT_FILE := contrib/perfcached.service
+CONF_DIR := $(DESTDIR)$(SYSCONFDIR)/perfcached
+
+install: $(DAEMON_BIN) $(CLI_BIN)
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(CONF_DIR) $(DESTDIR)$(BASHCOMPDIR) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man,$(sort $(subst .,,$(suffix $(MAN_PAGES)))))
+	$(Q)install -m 755 $(DAEMON_BIN) $(DESTDIR)$(SBINDIR)/perfcached
+	$(Q)install -m 755 scripts/perfcached-setup-host $(DESTDIR)$(SBINDIR)/perfcached-setup-host
+	$(Q)install -m 755 $(CLI_BIN) $(DESTDIR)$(BINDIR)/perfcli
+	$(Q)install -m 644 contrib/perfcli.bash $(DESTDIR)$(BASHCOMPDIR)/perfcli
+	$(Q)for m in $(MAN_PAGES); do f=$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m#man/}.gz; \
+	  gzip -9n < $$m > $$f && chmod 644 $$f || exit 1; done
+	$(Q)if [ -e $(CONF_DIR)/perfcached.conf ]; then \
+	  install -m 640 contrib/perfcached.conf.example $(CONF_DIR)/perfcached.conf.dist; \
+	  echo "install: kept $(CONF_DIR)/perfcached.conf; the new default is perfcached.conf.dist next to it"; \
+	else install -m 640 contrib/perfcached.conf.example $(CONF_DIR)/perfcached.conf; fi
+	$(Q)if [ -f $(UNIT_FILE) ]; then install -d $(DESTDIR)$(UNITDIR) && \
+	  sed -e 's|/usr/sbin/perfcached|$(SBINDIR)/perfcached|g' -e 's|/usr/bin/perfcli|$(BINDIR)/perfcli|g' \
+	    -e 's|/etc/perfcached/|$(SYSCONFDIR)/perfcached/|g' $(UNIT_FILE) > $(DESTDIR)$(UNITDIR)/perfcached.service && \
+	  chmod 644 $(DESTDIR)$(UNITDIR)/perfcached.service; fi
+	@echo "installed under $(DESTDIR)$(PREFIX) (config: $(CONF_DIR)); next: perfcached-setup-host"
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/perfcached $(DESTDIR)$(SBINDIR)/perfcached-setup-host \
+	  $(DESTDIR)$(BINDIR)/perfcli $(DESTDIR)$(BASHCOMPDIR)/perfcli $(DESTDIR)$(UNITDIR)/perfcached.service \
+	  $(CONF_DIR)/perfcached.conf.dist \
+	  $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz)
+	$(Q)if [ -e $(CONF_DIR)/perfcached.conf ]; then echo "uninstall: kept $(CONF_DIR)/perfcached.conf"; \
+	  else rmdir $(CONF_DIR) 2>/dev/null || true; fi
 
 -include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d) $(BUILD)/$(CLI_MAIN:.cc=.d)
 -include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(BUILD)/test/crash/crash_points.d

@@ -427,8 +427,10 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     mem::Arena* a;
     ~ArenaGuard() { mem::Arena::Destroy(a); }
   } arena_guard{a};
-  LOG_NOTICE("arena: %d MiB committed, cap %zu MiB, tier %s (%s)", cfg.arena_mb,
-             a->cap_bytes() >> 20, mem::TierName(a->tier()), ExplainTierNote(a->tier_note()).c_str());
+  LOG_NOTICE("arena: %d MiB committed, cap %zu MiB, tier %s (%s)%s", cfg.arena_mb,
+             a->cap_bytes() >> 20, mem::TierName(a->tier()), ExplainTierNote(a->tier_note()).c_str(),
+             a->tier() == mem::Tier::kHugetlb || cfg.hugepages == "off"
+                 ? "" : "; run perfcached-setup-host to see what the host needs");
   uint64_t seed = 0;
   if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
   (void)cache::InitCatalog(*a, seed);

@@ -13,6 +13,7 @@ PKGS=(
   redis-tools redis-server python3 python3-redis python3-prometheus-client sqlite3
   clang libclang-rt-14-dev
   procps iproute2 curl
+  groff-base man-db
   kamailio kamailio-redis-modules rtpengine-daemon
 )
 # Packages whose maintainer scripts start a system service on install. The

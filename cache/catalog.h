@@ -8,7 +8,9 @@
 // and write any collection; the admin calls (create, drop, rename, resize)
 // may run concurrently with them.
 //
-// Routing: route = level << 32 | split. idx = h mod 2^level; if idx < split,
+// Routing: route = count << 40 | level << 32 | split (count: 24 bits that
+// move on at every split and merge, cache/internal.h NextRoute). idx = h
+// mod 2^level; if idx < split,
 // idx = h mod 2^(level+1). nbuckets = 2^level + split. Segments of 4096
 // buckets are appended as the table grows, so buckets never move.
 //
@@ -82,7 +84,7 @@ struct alignas(64) TableHeader {
   std::atomic<uint32_t> gen;       // bumped at create and at drop
   uint32_t flags;                  // kTableExpiredEvents ...
   char name[64];                   // NUL-terminated
-  std::atomic<uint64_t> route;     // level << 32 | split (published whole)
+  std::atomic<uint64_t> route;     // count << 40 | level << 32 | split (published whole)
   Off dir;                         // Off -> Off[2 * kMaxSegs]: segment, hints
   Off stats;                       // Off -> StatLine[max_procs]
   uint32_t min_buckets;            // resize target (grow to / shrink no lower)

@@ -11,6 +11,7 @@
 
 #include "cache/catalog.h"
 #include "cache/ops.h"
+#include "mem/canary.h"
 #include "mem/crash_point.h"
 
 namespace cache {
@@ -19,15 +20,26 @@ namespace cache {
 namespace detail {
 Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx);
 uint32_t* HintAt(const mem::Arena& a, const TableHeader& h, uint64_t idx);
+// The route word (catalog.h): change count << 40 | level << 32 | split.
+// The count moves on at every split and merge, so a reader that compares
+// the word before and after a lock-free visit never takes a split undone
+// by a merge (the same level and split again) for no change: that ABA let
+// SCAN miss keys while a table grew and shrank under it.
+inline uint32_t RouteLevel(uint64_t route) { return static_cast<uint32_t>(route >> 32) & 0xFF; }
+inline uint64_t RouteSplit(uint64_t route) { return route & 0xFFFFFFFFu; }
+inline uint64_t NextRoute(uint64_t prev, uint32_t level, uint64_t split) {
+  uint64_t count = PC_CANARY(14) ? 0 : ((prev >> 40) + 1) & 0xFFFFFF;
+  return count << 40 | uint64_t{level} << 32 | split;
+}
 inline uint64_t RouteIdx(uint64_t route, uint64_t h) {
-  uint32_t level = static_cast<uint32_t>(route >> 32);
-  uint64_t split = route & 0xFFFFFFFFu;
+  uint32_t level = RouteLevel(route);
+  uint64_t split = RouteSplit(route);
   uint64_t idx = h & ((uint64_t{1} << level) - 1);
   if (idx < split) idx = h & ((uint64_t{2} << level) - 1);
   return idx;
 }
 inline uint64_t RouteBuckets(uint64_t route) {
-  return (uint64_t{1} << (route >> 32)) + (route & 0xFFFFFFFFu);
+  return (uint64_t{1} << RouteLevel(route)) + RouteSplit(route);
 }
 inline uint8_t TagOf(uint64_t h) { return static_cast<uint8_t>(h >> 56); }
 // Take a bucket lock; if its holder died, repair the bucket first.

@@ -248,7 +248,7 @@ Status RandomKey(Ctx& c, const TableRef& t, std::string* key) {
   key->clear();
   if (CollectionEntries(c, t) == 0) return Status::kNotFound;
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  uint32_t level = static_cast<uint32_t>(t.h->route.load() >> 32);
+  uint32_t level = detail::RouteLevel(t.h->route.load());
   uint64_t nres = uint64_t{1} << level;
   uint64_t r = rng() % nres;
   uint64_t cursor = r == 0 ? 0 : (r << 6) | level;

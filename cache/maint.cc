@@ -71,8 +71,8 @@ bool UnlinkNodeLocked(const mem::Arena& a, TableHeader& h, Off node) {
 bool Split(Ctx& c, TableHeader& h) {
   const mem::Arena& a = c.arena;
   uint64_t route = h.route.load(std::memory_order_acquire);
-  uint32_t level = static_cast<uint32_t>(route >> 32);
-  uint64_t split = route & 0xFFFFFFFFu;
+  uint32_t level = RouteLevel(route);
+  uint64_t split = RouteSplit(route);
   if (level >= kMaxLevel) return false;
   uint64_t s = split, p = split + (uint64_t{1} << level);
   if (!EnsureSegment(c, h, static_cast<uint32_t>(p >> kSegShift))) return false;
@@ -103,8 +103,8 @@ bool Split(Ctx& c, TableHeader& h) {
     }
   }
   uint64_t nsplit = split + 1;
-  uint64_t nroute = nsplit == (uint64_t{1} << level) ? uint64_t{level + 1} << 32
-                                                      : (uint64_t{level} << 32) | nsplit;
+  uint64_t nroute = nsplit == (uint64_t{1} << level) ? NextRoute(route, level + 1, 0)
+                                                      : NextRoute(route, level, nsplit);
   // Overflow entries that now route to S or P come home while there is room
   // (a grown table would otherwise keep its early spill forever). They are
   // copied into the bucket first and unlinked from overflow only after the
@@ -198,18 +198,18 @@ bool Split(Ctx& c, TableHeader& h) {
 bool Merge(Ctx& c, TableHeader& h) {
   const mem::Arena& a = c.arena;
   uint64_t route = h.route.load(std::memory_order_acquire);
-  uint32_t level = static_cast<uint32_t>(route >> 32);
-  uint64_t split = route & 0xFFFFFFFFu;
+  uint32_t level = RouteLevel(route);
+  uint64_t split = RouteSplit(route);
   uint64_t t, p, nroute;
   if (split > 0) {
     t = split - 1;
     p = t + (uint64_t{1} << level);
-    nroute = (uint64_t{level} << 32) | t;
+    nroute = NextRoute(route, level, t);
   } else {
     if (level == 0) return false;
     t = (uint64_t{1} << (level - 1)) - 1;
     p = t + (uint64_t{1} << (level - 1));
-    nroute = (uint64_t{level - 1} << 32) | t;
+    nroute = NextRoute(route, level - 1, t);
   }
   Bucket* bt = BucketAt(a, h, t);
   Bucket* bp = BucketAt(a, h, p);

@@ -131,7 +131,7 @@ Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, cons
   uint32_t l0;
   uint64_t r;
   if (cursor == 0) {
-    l0 = static_cast<uint32_t>(h.route.load(std::memory_order_acquire) >> 32);
+    l0 = RouteLevel(h.route.load(std::memory_order_acquire));
     r = 0;
   } else {
     l0 = static_cast<uint32_t>(cursor & 63);
@@ -152,7 +152,7 @@ Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, cons
       if (locked) (void)mem::Lock(h.admin, c.tid);
       items.clear();
       uint64_t r1 = h.route.load(std::memory_order_acquire);
-      uint32_t level = static_cast<uint32_t>(r1 >> 32);
+      uint32_t level = RouteLevel(r1);
       uint64_t nb = RouteBuckets(r1);
       if (l0 <= level) {
         for (uint64_t x = r; x < nb; x += nres) SnapshotBucket(c, h, x, f.values, &items);

@@ -488,8 +488,8 @@ bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out) {
   uint64_t route = h.route.load(std::memory_order_acquire);
   out->name = NameOf(h);
   out->index = t.index;
-  out->level = static_cast<uint32_t>(route >> 32);
-  out->split = static_cast<uint32_t>(route);
+  out->level = detail::RouteLevel(route);
+  out->split = static_cast<uint32_t>(detail::RouteSplit(route));
   out->buckets = detail::RouteBuckets(route);
   out->entries = CollectionEntries(c, t);
   out->overflow = h.ovf.count.load(std::memory_order_relaxed);

@@ -52,7 +52,8 @@ inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
 // in-use bitmaps (mem/page.h), page masks, groups freed back from slabs;
 // 5: a cell's class comes from its page header, record byte 0 and the top
 // of byte 1 are its access field (cache/record.h, cache/access.h);
-// 6: page draining mark and per-class move counters (automove)
+// 6: page draining mark and per-class move counters (automove); the
+// route word carries a change count (cache/internal.h NextRoute)
 inline constexpr uint32_t kArenaLayoutVersion = 6;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity

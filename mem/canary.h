@@ -21,6 +21,8 @@
 //  11  a moved record keeps its version (cache/automove.cc MoveCopy)
 //  12  automove swaps a slot outside the seqlock bracket (automove.cc)
 //  13  the aging pass ages nothing: idle keys wrap to young (cache/access.cc)
+//  14  the route word has no change count: a split undone by a merge looks
+//      like no change to a reader's re-check (cache/internal.h NextRoute)
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

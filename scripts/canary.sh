@@ -15,7 +15,8 @@ names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "aggregate readers skip the version re-check" "removing a hash / set frees its record, not its trie"
        "reads do not record their access" "a read's access lands in a record no longer linked"
        "a page marked draining still takes claims" "a moved record keeps its version"
-       "automove swaps a slot outside the seqlock bracket" "the aging pass ages nothing")
+       "automove swaps a slot outside the seqlock bracket" "the aging pass ages nothing"
+       "the route word has no change count (ABA)")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -38,7 +39,7 @@ for d in "${detectors[@]}"; do
   fi
 done
 caught=0
-for f in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
+for f in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do
   by=""
   for d in "${detectors[@]}"; do
     if ! run "$f" "${d#*:}"; then by="${d%%:*}"; break; fi
@@ -49,5 +50,5 @@ for f in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
     echo "canary fault $f (${names[$f]}): NOT CAUGHT by any detector"
   fi
 done
-echo "canary: $caught of 13 deliberate faults caught"
-[ "$caught" -eq 13 ]
+echo "canary: $caught of 14 deliberate faults caught"
+[ "$caught" -eq 14 ]

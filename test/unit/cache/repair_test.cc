@@ -124,8 +124,8 @@ TEST(Repair, SplitInterruptedAfterPublishLosesNoKey) {
     TableHeader& h = *t.h;
     (void)mem::Lock(h.admin);
     uint64_t route = h.route.load();
-    uint32_t level = static_cast<uint32_t>(route >> 32);
-    uint64_t s = route & 0xFFFFFFFF, p = s + (uint64_t{1} << level);
+    uint32_t level = detail::RouteLevel(route);
+    uint64_t s = detail::RouteSplit(route), p = s + (uint64_t{1} << level);
     detail::EnsureSegment(cc, h, static_cast<uint32_t>(p >> kSegShift));
     Bucket* bs = detail::BucketAt(cc.arena, h, s);
     Bucket* bp = detail::BucketAt(cc.arena, h, p);
@@ -144,7 +144,7 @@ TEST(Repair, SplitInterruptedAfterPublishLosesNoKey) {
         SetUsed(*bp, ++pu);
       }
     }
-    h.route.store((uint64_t{level} << 32) | (s + 1));
+    h.route.store(detail::NextRoute(route, level, s + 1));
   });
   CHECK(RepairDead(c()) >= 2);
   CheckAllUnlocked(*f->arena, t);

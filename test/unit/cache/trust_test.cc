@@ -257,6 +257,34 @@ TEST(Trust, ScanUnderConstantSplitsAndMergesMissesNothing) {
   CHECK_EQUAL(0, missing);
 }
 
+// The ABA behind that test's rare failures (canary 14): the route word was
+// level << 32 | split only, so a split and the merge that undid it (a table
+// resized up and down, as the splitter above does) gave back the very word
+// a lock-free visit had read before them, and the visit's re-check took its
+// inconsistent snapshot for a stable one. Every split and merge now moves
+// a change count in the word on.
+TEST(Trust, ASplitUndoneByAMergeChangesTheRouteWord) {
+  cache::TableRef g = f->Table("g", 16);
+  for (int i = 0; i < 20; ++i) CHECK(cache::Set(c(), g, testing::Key(i), "v") == Status::kOk);
+  uint64_t before = g.h->route.load();
+  CHECK_EQUAL(16u, cache::detail::RouteBuckets(before));
+  CHECK(cache::ResizeCollection(c(), "g", 32) == Status::kOk);
+  CHECK(cache::GrowStep(c(), g, 1) == 1);  // one split
+  uint64_t split = g.h->route.load();
+  CHECK(cache::ResizeCollection(c(), "g", 16) == Status::kOk);
+  CHECK(cache::GrowStep(c(), g, 1) == 1);  // and the merge that undoes it
+  uint64_t after = g.h->route.load();
+  CHECK_EQUAL(cache::detail::RouteBuckets(before), cache::detail::RouteBuckets(after));
+  CHECK_EQUAL(cache::detail::RouteLevel(before), cache::detail::RouteLevel(after));
+  CHECK(split != before);
+  CHECK(after != before);
+  CHECK(after != split);
+  for (int i = 0; i < 20; ++i) {
+    std::string v;
+    CHECK(cache::GetString(c(), g, testing::Key(i), &v) == Status::kOk);
+  }
+}
+
 // Defect 3: a rename killed mid-copy left the name seqlock odd; repair
 // released the catalog lock without restoring it and every name lookup
 // (the timer's too) spun forever. Now whoever meets the dead holder

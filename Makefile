@@ -176,7 +176,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event xmlrpc
+FUZZ_TARGETS := glob resp config mi http event xmlrpc reload
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -206,6 +206,10 @@ $(BUILD)/fuzz/xmlrpc_fuzz: test/fuzz/xmlrpc_fuzz.cc modules/mi/xmlrpc.cc modules
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/xmlrpc_fuzz.cc modules/mi/xmlrpc.cc mi/mi.cc -ltinyxml2
+$(BUILD)/fuzz/reload_fuzz: test/fuzz/reload_fuzz.cc proc/reload.cc proc/reload.h proc/config.cc proc/config.h proc/secret.cc proc/log.cc
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/reload_fuzz.cc proc/reload.cc proc/config.cc proc/secret.cc proc/log.cc -lsodium
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "modules/exports.h"
@@ -84,21 +85,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "perfcached: libsodium cannot start\n");
     return 1;
   }
-  std::string err;
-  if (!file.empty() && !proc::LoadConfigFile(file, &cfg, &err)) {
-    std::fprintf(stderr, "perfcached: %s\n", err.c_str());
-    return 1;
-  }
-  for (auto& o : overrides) {
-    bool ok = proc::ApplyOverride(o, &cfg, &err);
-    proc::Wipe(o.data(), o.size());  // our copy of a secret override
-    if (!ok) {
-      std::fprintf(stderr, "perfcached: %s\n", err.c_str());
-      return 1;
-    }
-  }
   proc::ScrubArgv(argc, argv);
-  if (!proc::FinishConfig(&cfg, &err)) {
+  // The file and the overrides are kept: SIGHUP builds the configuration
+  // again from them (proc/reload.h), the overrides winning as at start.
+  proc::DaemonOptions o;
+  o.source.file = file;
+  o.source.overrides = std::move(overrides);
+  std::string err;
+  if (!proc::BuildConfig(o.source, &cfg, &err)) {
     std::fprintf(stderr, "perfcached: %s\n", err.c_str());  // err names FILE:LINE
     return 1;
   }
@@ -133,7 +127,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   proc::DaemonHooks hooks = modules::HooksFromModules(cfg);
-  proc::DaemonOptions o;
   o.foreground = foreground;
-  return proc::RunDaemon(cfg, o, hooks);
+  return proc::RunDaemon(&cfg, o, hooks);
 }

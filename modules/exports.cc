@@ -63,6 +63,12 @@ proc::DaemonHooks HooksFromModules(const proc::Config& cfg) {
       if (mods[i]->tick) mods[i]->tick(w->state[i], now);
     }
   };
+  h.reload = [mods](void* p) {
+    auto* w = static_cast<WorkerStates*>(p);
+    for (size_t i = 0; i < mods.size(); ++i) {
+      if (mods[i]->reload) mods[i]->reload(w->state[i]);
+    }
+  };
   h.destroy = [mods](void* p) {
     auto* w = static_cast<WorkerStates*>(p);
     for (size_t i = mods.size(); i-- > 0;) {

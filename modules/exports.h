@@ -73,6 +73,7 @@ struct ModuleExports {
   void (*stop_accepting)(void* state);
   bool (*drain)(void* state);                // true when nothing is left
   void (*tick)(void* state, int64_t now_ms);
+  void (*reload)(void* state);               // SIGHUP changed the worker's Config (may be null)
   void (*destroy)(void* state);
   std::span<const ProcExport> procs;
   std::span<const StatExport> stats;

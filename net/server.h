@@ -131,6 +131,12 @@ class Server {
   void Kill(uint64_t id);          // CLIENT KILL ID
   const ServerOptions& options() const { return opt_; }
   void set_timeout(int s) { opt_.timeout_s = s; }
+  // A reload (SIGHUP): who may connect and whether AUTH is required, for
+  // the connections accepted from now on (open ones keep their state).
+  void set_access(std::vector<Cidr> allow, bool auth_required) {
+    opt_.allow = std::move(allow);
+    opt_.auth_required = auth_required;
+  }
   // Live limits (CONFIG SET): applied to the next command of every client.
   void set_limits(size_t max_bulk, size_t query_buf_max, const OutputLimit* output);
   // Soft output limits are also checked here, for clients that send nothing.

@@ -79,13 +79,15 @@ bool NoHash(std::string* e) {
         [](Config& c, std::string_view v, std::string* e) {                            \
           return ToInt(v, lo, hi, &c.field, e);                                        \
         },                                                                             \
-        [](const Config& c) { return std::to_string(c.field); }                        \
+        [](const Config& c) { return std::to_string(c.field); },                       \
+        [](Config& to, const Config& from) { to.field = from.field; }                  \
   }
 #define BOOL_ROW(sec, key, field, help)                                                \
   ParamSpec {                                                                          \
     sec, #key, ParamType::kBool, help,                                                 \
         [](Config& c, std::string_view v, std::string* e) { return ToBool(v, &c.field, e); }, \
-        [](const Config& c) { return std::string(c.field ? "yes" : "no"); }            \
+        [](const Config& c) { return std::string(c.field ? "yes" : "no"); },           \
+        [](Config& to, const Config& from) { to.field = from.field; }                  \
   }
 #define STR_ROW(sec, key, field, help)                                                 \
   ParamSpec {                                                                          \
@@ -95,7 +97,8 @@ bool NoHash(std::string* e) {
           c.field = std::string(v);                                                    \
           return true;                                                                 \
         },                                                                             \
-        [](const Config& c) { return c.field; }                                        \
+        [](const Config& c) { return c.field; },                                       \
+        [](Config& to, const Config& from) { to.field = from.field; }                  \
   }
 #define LIST_ROW(sec, key, field, type, help)                                          \
   ParamSpec {                                                                          \
@@ -108,7 +111,8 @@ bool NoHash(std::string* e) {
           c.field.insert(c.field.end(), l.begin(), l.end());                           \
           return true;                                                                 \
         },                                                                             \
-        [](const Config& c) { return JoinList(c.field); }                              \
+        [](const Config& c) { return JoinList(c.field); },                             \
+        [](Config& to, const Config& from) { to.field = from.field; }                  \
   }
 
 #define SIZE_ROW(sec, key, field, lo, help)                                             \
@@ -124,59 +128,71 @@ bool NoHash(std::string* e) {
           c.field = x;                                                                 \
           return true;                                                                 \
         },                                                                             \
-        [](const Config& c) { return std::to_string(c.field); }                        \
+        [](const Config& c) { return std::to_string(c.field); },                       \
+        [](Config& to, const Config& from) { to.field = from.field; }                  \
   }
+
+// A row a running daemon takes on SIGHUP (proc/reload.h); README.md
+// "Reloading the configuration" lists these rows.
+ParamSpec Reloads(ParamSpec p) {
+  p.reload = true;
+  return p;
+}
 
 const ParamSpec kParams[] = {
     INT_ROW("daemon", workers, workers, 0, 1024, "worker processes (0 = number of cores)"),
     INT_ROW("daemon", databases, databases, 1, 128,
             "collections \"0\"..\"N-1\" for SELECT when none are declared"),
     STR_ROW("daemon", pid_file, pid_file, "pid file written when daemonized; its directory (made if missing) also holds the TCP doors' lock files, with -D too"),
-    STR_ROW("daemon", log_level, log_level, "error | warning | notice | info | debug"),
-    BOOL_ROW("daemon", allow_create, allow_create, "allow creating/dropping collections at runtime"),
-    INT_ROW("daemon", growth_budget, growth_budget, 1, 1 << 20,
-            "bucket splits per timer tick per collection"),
-    INT_ROW("daemon", sweep_ms, sweep_ms, 10, 60000, "expiry sweep period in ms"),
+    Reloads(STR_ROW("daemon", log_level, log_level, "error | warning | notice | info | debug")),
+    Reloads(BOOL_ROW("daemon", allow_create, allow_create, "allow creating/dropping collections at runtime")),
+    Reloads(INT_ROW("daemon", growth_budget, growth_budget, 1, 1 << 20,
+            "bucket splits per timer tick per collection")),
+    Reloads(INT_ROW("daemon", sweep_ms, sweep_ms, 10, 60000, "expiry sweep period in ms")),
     INT_ROW("memory", arena_mb, arena_mb, 16, 32768, "shared arena committed at start (MiB)"),
     INT_ROW("memory", arena_cap_mb, arena_cap_mb, 0, 32768,
             "arena may grow to this (MiB, 0 = arena_mb)"),
     STR_ROW("memory", hugepages, hugepages, "auto | hugetlb | thp | collapse | off"),
     BOOL_ROW("memory", lock_memory, lock_memory, "mlock the arena (warns when refused)"),
     INT_ROW("memory", max_value_mb, max_value_mb, 1, 4095, "largest value accepted (MiB)"),
-    SIZE_ROW("memory", maxmemory, maxmemory, 0,
-             "evict (or refuse writes) above this much used memory (Redis maxmemory; 0 = none)"),
-    STR_ROW("memory", maxmemory_policy, maxmemory_policy,
+    Reloads(SIZE_ROW("memory", maxmemory, maxmemory, 0,
+             "evict (or refuse writes) above this much used memory (Redis maxmemory; 0 = none)")),
+    Reloads(STR_ROW("memory", maxmemory_policy, maxmemory_policy,
             "noeviction | allkeys-lru | allkeys-lfu | allkeys-random | volatile-lru | volatile-lfu | "
-            "volatile-random | volatile-ttl"),
-    INT_ROW("memory", maxmemory_samples, maxmemory_samples, 1, 2147483647,
-            "keys sampled per eviction (Redis maxmemory-samples; above 64 counts as 64)"),
-    INT_ROW("memory", lfu_log_factor, lfu_log_factor, 0, 2147483647,
-            "LFU counter growth: an access adds 1 with odds 1/((counter-5)*factor+1) (Redis lfu-log-factor)"),
-    INT_ROW("memory", lfu_decay_time, lfu_decay_time, 0, 2147483647,
-            "LFU counter loses 1 per this many idle minutes, 0 = never (Redis lfu-decay-time)"),
-    BOOL_ROW("memory", automove, automove,
-             "move live values out of sparse slab pages when memory is short (memcached slab_automove)"),
-    INT_ROW("memory", automove_buckets, automove_buckets, 64, 16777216,
-            "buckets a running automove pass walks per timer tick (about 1 ms apart)"),
+            "volatile-random | volatile-ttl")),
+    Reloads(INT_ROW("memory", maxmemory_samples, maxmemory_samples, 1, 2147483647,
+            "keys sampled per eviction (Redis maxmemory-samples; above 64 counts as 64)")),
+    Reloads(INT_ROW("memory", lfu_log_factor, lfu_log_factor, 0, 2147483647,
+            "LFU counter growth: an access adds 1 with odds 1/((counter-5)*factor+1) (Redis lfu-log-factor)")),
+    Reloads(INT_ROW("memory", lfu_decay_time, lfu_decay_time, 0, 2147483647,
+            "LFU counter loses 1 per this many idle minutes, 0 = never (Redis lfu-decay-time)")),
+    Reloads(BOOL_ROW("memory", automove, automove,
+             "move live values out of sparse slab pages when memory is short (memcached slab_automove)")),
+    Reloads(INT_ROW("memory", automove_buckets, automove_buckets, 64, 16777216,
+            "buckets a running automove pass walks per timer tick (about 1 ms apart)")),
     STR_ROW("listen", resp, resp, "RESP (Redis) door host:port, empty = off"),
-    LIST_ROW("listen", resp_allow, resp_allow, ParamType::kList,
-             "CIDRs allowed to connect; required when resp is not loopback"),
+    Reloads(LIST_ROW("listen", resp_allow, resp_allow, ParamType::kList,
+             "CIDRs allowed to connect; required when resp is not loopback")),
     LIST_ROW("listen", resp_collections, resp_collections, ParamType::kList,
              "SELECT mapping, e.g. 0:sessions, 1:counters"),
     STR_ROW("listen", http, http,
             "HTTP door host:port (/metrics /stats /health /reset-stats /mi); empty = off"),
-    LIST_ROW("listen", http_hosts, http_hosts, ParamType::kList,
-             "host names accepted in the HTTP Host header (IPs and localhost always are)"),
+    Reloads(LIST_ROW("listen", http_hosts, http_hosts, ParamType::kList,
+             "host names accepted in the HTTP Host header (IPs and localhost always are)")),
     INT_ROW("listen", maxclients, maxclients, 1, 1000000, "connections per daemon"),
-    INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)"),
-    SIZE_ROW("listen", proto_max_bulk_len, proto_max_bulk_len, int64_t{1} << 20,
-             "largest bulk a RESP client may send (Redis proto-max-bulk-len)"),
-    SIZE_ROW("listen", client_query_buffer_limit, client_query_buffer_limit, int64_t{1} << 20,
-             "unparsed input + argument table per client (Redis client-query-buffer-limit)"),
-    ParamSpec{"listen", "client_output_buffer_limit", ParamType::kString,
+    Reloads(INT_ROW("listen", timeout, timeout, 0, 1 << 30, "close idle clients after N s (0 = never)")),
+    Reloads(SIZE_ROW("listen", proto_max_bulk_len, proto_max_bulk_len, int64_t{1} << 20,
+             "largest bulk a RESP client may send (Redis proto-max-bulk-len)")),
+    Reloads(SIZE_ROW("listen", client_query_buffer_limit, client_query_buffer_limit, int64_t{1} << 20,
+             "unparsed input + argument table per client (Redis client-query-buffer-limit)")),
+    Reloads(ParamSpec{"listen", "client_output_buffer_limit", ParamType::kString,
               "CLASS HARD SOFT SECONDS for normal and pubsub (Redis client-output-buffer-limit; 0 = none)",
               [](Config& c, std::string_view v, std::string* e) { return ParseOutputLimits(v, &c, e); },
-              [](const Config& c) { return FormatOutputLimits(c); }},
+              [](const Config& c) { return FormatOutputLimits(c); },
+              [](Config& to, const Config& from) {
+                to.output_normal = from.output_normal;
+                to.output_pubsub = from.output_pubsub;
+              }}),
     STR_ROW("mi", fifo_name, mi_fifo, "MI FIFO path (OpenSIPS mi_fifo framing); empty = off"),
     STR_ROW("mi", fifo_mode, mi_fifo_mode,
             "MI FIFO permissions (octal, e.g. 0600; no setuid/setgid/sticky, not world-writable)"),
@@ -189,11 +205,11 @@ const ParamSpec kParams[] = {
             "MI XML-RPC door host:port (OpenSIPS mi_xmlrpc_ng; a bare port is 127.0.0.1); empty = off; "
             "off loopback it needs [secrets] http"),
     STR_ROW("mi", xmlrpc_root, mi_xmlrpc_root, "URL path of the XML-RPC door: POST /<xmlrpc_root>"),
-    LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
-             "AUTH password(s); several lines rotate (any matches)"),
-    LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
+    Reloads(LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
+             "AUTH password(s); several lines rotate (any matches)")),
+    Reloads(LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
              "HTTP and XML-RPC doors' bearer token(s): when set, every request needs one (loopback too); "
-             "required when [listen] http or [mi] xmlrpc is not loopback"),
+             "required when [listen] http or [mi] xmlrpc is not loopback")),
 };
 
 #undef INT_ROW
@@ -786,6 +802,84 @@ std::string DumpConfig(const Config& c) {
   return o.str();
 }
 
+bool BuildConfig(const ConfigSource& src, Config* c, std::string* err) {
+  if (!src.file.empty() && !LoadConfigFile(src.file, c, err)) return false;
+  for (const std::string& o : src.overrides) {
+    if (!ApplyOverride(o, c, err)) return false;
+  }
+  return FinishConfig(c, err);
+}
+
+namespace {
+
+std::string InWords(const ParamSpec& p, const std::string& v) {
+  if (p.type == ParamType::kSecret) return std::to_string(SplitList(v).size()) + " set";
+  return v.empty() ? "(empty)" : v;
+}
+
+std::string CollectionWords(const CollectionConfig& cc) {
+  return "buckets " + std::to_string(cc.buckets) + ", load_factor " + std::to_string(cc.load_factor) +
+         ", expired_events " + (cc.expired_events ? "yes" : "no");
+}
+
+const CollectionConfig* FindCollection(const Config& c, const std::string& name) {
+  for (const auto& cc : c.collections) {
+    if (cc.name == name) return &cc;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<ConfigChange> DiffConfig(const Config& running, const Config& next) {
+  std::vector<ConfigChange> out;
+  for (const ParamSpec& p : kParams) {
+    std::string a = p.get(running), b = p.get(next);
+    if (a == b) continue;
+    std::string from = InWords(p, a), to = InWords(p, b);
+    if (from == to) to += " (other values)";  // a secret swapped for another
+    out.push_back({std::string(p.section) + "." + p.name, from, to, p.reload});
+  }
+  // Collections are made once, in the arena: never reloaded.
+  for (const auto& cc : running.collections) {
+    const CollectionConfig* n = FindCollection(next, cc.name);
+    if (!n) {
+      out.push_back({"collection " + cc.name, CollectionWords(cc), "(removed)", false});
+    } else if (CollectionWords(cc) != CollectionWords(*n)) {
+      out.push_back({"collection " + cc.name, CollectionWords(cc), CollectionWords(*n), false});
+    }
+  }
+  for (const auto& cc : next.collections) {
+    if (!FindCollection(running, cc.name)) {
+      out.push_back({"collection " + cc.name, "(none)", CollectionWords(cc), false});
+    }
+  }
+  return out;
+}
+
+void CopyReloadable(const Config& from, Config* to) {
+  for (const ParamSpec& p : kParams) {
+    if (p.reload) p.copy(*to, from);
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> ReloadableValues(const Config& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const ParamSpec& p : kParams) {
+    if (p.reload) out.emplace_back(std::string(p.section) + "." + p.name, p.get(c));
+  }
+  return out;
+}
+
+bool SetReloadable(Config* c, std::string_view key, std::string_view value, std::string* err) {
+  for (const ParamSpec& p : kParams) {
+    if (!p.reload || key != std::string(p.section) + "." + p.name) continue;
+    return p.set(*c, value, err);
+  }
+  *err = "'" + std::string(key) + "' is not a reloadable setting";
+  return false;
+}
+
 std::string ConfigHelp() {
   std::ostringstream o;
   Config def;
@@ -796,7 +890,8 @@ std::string ConfigHelp() {
       cur = p.section;
     }
     std::string v = p.get(def);
-    o << "    " << p.name << " = " << (v.empty() ? "(empty)" : v) << "\n        " << p.help << "\n";
+    o << "    " << p.name << " = " << (v.empty() ? "(empty)" : v) << "\n        " << p.help
+      << (p.reload ? " (reloads on SIGHUP)" : "") << "\n";
   }
   o << "  [collection NAME]\n    buckets = 1024 | buckets_log2 = 10\n        initial size\n"
        "    load_factor = 4\n        grow above this many entries per bucket\n"

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace proc {
@@ -103,9 +104,39 @@ struct ParamSpec {
   const char* help;
   bool (*set)(Config&, std::string_view value, std::string* err);
   std::string (*get)(const Config&);
+  void (*copy)(Config& to, const Config& from);  // the field(s) of this row
+  bool reload = false;  // a running daemon takes a new value on SIGHUP (proc/reload.h)
 };
 
 std::span<const ParamSpec> Params();
+
+// Where a configuration comes from: the -f file ("" = the embedded
+// default) and the -o overrides, in order. The supervisor keeps it to
+// build the configuration again on SIGHUP.
+struct ConfigSource {
+  std::string file;
+  std::vector<std::string> overrides;
+};
+// LoadConfigFile + ApplyOverride (each) + FinishConfig over *c (defaults,
+// argv set by the caller). False with the first error in *err.
+bool BuildConfig(const ConfigSource& src, Config* c, std::string* err);
+
+// One setting that differs between the running configuration and a new
+// one: "section.key" (collections: "collection NAME"), its old and new
+// value in words (secrets: "changed"), and whether it reloads.
+struct ConfigChange {
+  std::string key;
+  std::string from, to;
+  bool reloads;
+};
+std::vector<ConfigChange> DiffConfig(const Config& running, const Config& next);
+// Copy every reloadable row's field(s) from `from` into *to.
+void CopyReloadable(const Config& from, Config* to);
+// The reloadable rows of *c as ("section.key", value) pairs, secrets in
+// clear (the reload channel, proc/reload.h), and back: SetReloadable sets
+// one of them into *c (a list adds, as in a file); any other key is refused.
+std::vector<std::pair<std::string, std::string>> ReloadableValues(const Config& c);
+bool SetReloadable(Config* c, std::string_view key, std::string_view value, std::string* err);
 
 // Load `path` over the defaults. False with "file:line: message" in *err.
 bool LoadConfigFile(const std::string& path, Config* c, std::string* err);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -26,6 +27,9 @@
 #include "mem/arena.h"
 #include "proc/claim.h"
 #include "proc/log.h"
+#include "proc/notify.h"
+#include "proc/reload.h"
+#include "proc/secret.h"
 
 namespace proc {
 namespace {
@@ -83,7 +87,7 @@ void RaiseFdLimit(int want) {
 
 // ---- the timer process ------------------------------------------------------
 
-[[noreturn]] void RunTimer(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self) {
+[[noreturn]] void RunTimer(mem::Arena& a, Config& cfg, ProcTable* pt, ProcEntry* self) {
   LogSetRole("timer");
   prctl(PR_SET_NAME, "pc-timer");  // what ps / top show for each role
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -93,9 +97,11 @@ void RaiseFdLimit(int want) {
   cache::Automover mover;  // the one mover (cache/automove.h)
   int64_t last_age = 0;
   uint64_t age_cursor = 0;
+  uint32_t live_gen = 0;
   while (!g_stop) {
     int64_t now = MonoMs();
     OwnerBump(self->heartbeat_ms, WallMs());
+    (void)FollowLiveSettings(*pt, *self, &cfg, &live_gen);  // the periods below may have changed
     EventTable& ev = pt->events;
     int64_t wall = WallMs();
     // E_PERF_MEM_DEGRADED: once, when huge pages were wanted and not had.
@@ -188,6 +194,7 @@ struct WorkerState {
   void* door;
   ProcTable* pt;
   ProcEntry* self;
+  Config* cfg;
   bool stopping = false;
   int64_t stop_deadline = 0;
   uint32_t live_gen = 0;
@@ -206,10 +213,8 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   auto* w = static_cast<WorkerState*>(arg);
   int64_t now = WallMs();
   OwnerBump(w->self->heartbeat_ms, now);
-  uint32_t g = w->pt->live_gen.load();
-  if (g != w->live_gen) {
-    w->live_gen = g;
-    SetLogLevel(static_cast<LogLevel>(w->pt->live_loglevel.load()));
+  if (FollowLiveSettings(*w->pt, *w->self, w->cfg, &w->live_gen) && w->hooks->reload) {
+    w->hooks->reload(w->door);
   }
   if (w->hooks->tick) w->hooks->tick(w->door, now);
   if (w->stopping && (w->hooks->drain(w->door) || MonoMs() > w->stop_deadline)) {
@@ -217,7 +222,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   }
 }
 
-[[noreturn]] void RunWorker(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self,
+[[noreturn]] void RunWorker(mem::Arena& a, Config& cfg, ProcTable* pt, ProcEntry* self,
                             int lfd, int event_fd, const DaemonHooks& hooks) {
   char role[32];
   std::snprintf(role, sizeof role, "worker %d", self->rank);
@@ -231,7 +236,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   OwnerBump(self->heartbeat_ms, WallMs());  // alive from the start (/health), not from the first tick
   event_base* base = event_base_new();
   WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank, event_fd};
-  WorkerState ws{base, &hooks, nullptr, pt, self};
+  WorkerState ws{base, &hooks, nullptr, pt, self, &cfg};
   ws.door = hooks.worker_init(wc);
   event* sigterm = evsignal_new(base, SIGTERM, &OnWorkerSignal, &ws);
   event* sigint = evsignal_new(base, SIGINT, &OnWorkerSignal, &ws);
@@ -248,7 +253,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
 
 void OnStopSignal(int) { g_stop = 1; }
 
-[[noreturn]] void RunModuleProc(mem::Arena& a, const Config& cfg, ProcTable* pt, ProcEntry* self,
+[[noreturn]] void RunModuleProc(mem::Arena& a, Config& cfg, ProcTable* pt, ProcEntry* self,
                                 const ModuleProc& mp) {
   LogSetRole(strdup(mp.name.c_str()));
   std::string comm = "pc-" + mp.name;
@@ -257,10 +262,110 @@ void OnStopSignal(int) { g_stop = 1; }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
   cache::Ctx ctx(a, self->slot);
-  ModuleProcContext mc{&ctx, &cfg, pt, self};
+  ModuleProcContext mc{&ctx, &cfg, pt, self, {}};
+  uint32_t live_gen = 0;
+  mc.tick = [&cfg, pt, self, &live_gen] { (void)FollowLiveSettings(*pt, *self, &cfg, &live_gen); };
   mp.run(mc);
   ctx.alloc.FlushToGlobal();
   _exit(0);
+}
+
+// ---- SIGHUP (proc/reload.h) ---------------------------------------------------
+
+bool Has(const std::vector<std::string>* keys, std::string_view k) {
+  return !keys || std::find(keys->begin(), keys->end(), k) != keys->end();
+}
+
+// Store the shared-memory settings of `c` named in `keys` ("section.key";
+// null: every one, at start) into the process table and the catalog: the
+// settings CONFIG SET changes live.
+void StoreSharedSettings(const Config& c, const std::vector<std::string>* keys, ProcTable* pt, cache::Ctx& ctx) {
+  bool level = Has(keys, "daemon.log_level");
+  if (level) {
+    LogLevel l = LogLevel::kNotice;
+    (void)LogLevelFromName(c.log_level, &l);  // FinishConfig checked it
+    SetLogLevel(l);                           // the supervisor's own
+    pt->live_loglevel.store(static_cast<int32_t>(l));
+  }
+  if (Has(keys, "listen.timeout")) pt->live_timeout.store(c.timeout);
+  if (Has(keys, "listen.proto_max_bulk_len")) pt->live_proto_max_bulk.store(c.proto_max_bulk_len);
+  if (Has(keys, "listen.client_query_buffer_limit")) pt->live_query_buf.store(c.client_query_buffer_limit);
+  if (Has(keys, "listen.client_output_buffer_limit")) {
+    const Config::OutputLimit* ol[2] = {&c.output_normal, &c.output_pubsub};
+    for (int k = 0; k < 2; ++k) {
+      pt->live_output[k][0].store(ol[k]->hard);
+      pt->live_output[k][1].store(ol[k]->soft);
+      pt->live_output[k][2].store(ol[k]->soft_s);
+    }
+  }
+  // maxmemory, its policy and samples are one record: change only the
+  // fields the file changed (CONFIG SET may have set the others).
+  bool mm = Has(keys, "memory.maxmemory"), mp = Has(keys, "memory.maxmemory_policy"),
+       ms = Has(keys, "memory.maxmemory_samples");
+  if (mm || mp || ms) {
+    cache::MemoryLimits ml = cache::GetMemoryLimits(ctx);
+    if (mm) ml.maxmemory = static_cast<uint64_t>(c.maxmemory);
+    if (mp) (void)cache::ParsePolicy(c.maxmemory_policy, &ml.policy);  // validated by FinishConfig
+    if (ms) ml.samples = static_cast<uint32_t>(c.maxmemory_samples);
+    cache::SetMemoryLimits(ctx, ml);
+  }
+  bool lf = Has(keys, "memory.lfu_log_factor"), ld = Has(keys, "memory.lfu_decay_time");
+  if (lf || ld) {
+    cache::AccessParams p = cache::LoadAccessParams(*ctx.catalog);
+    cache::SetLfuParams(ctx, lf ? static_cast<uint32_t>(c.lfu_log_factor) : p.log_factor,
+                        ld ? static_cast<uint32_t>(c.lfu_decay_time) : p.decay_min);
+  }
+  if (Has(keys, "memory.automove")) cache::SetAutomoveEnabled(ctx, c.automove);
+  // Every process follows the live log level (and timeout) on its tick.
+  if (keys && level) pt->live_gen.fetch_add(1);
+}
+
+// The whole SIGHUP in the supervisor: build the configuration again, log
+// every difference, apply the reloadable ones to *live and to shared
+// memory, publish them to the children. False when the new configuration
+// was refused (nothing changed).
+bool ReloadConfig(const ConfigSource& src, Config* live, ProcTable* pt, cache::Ctx& ctx) {
+  const char* from = src.file.empty() ? "(embedded default)" : src.file.c_str();
+  Config next;
+  next.argv = live->argv;
+  std::string err;
+  if (!BuildConfig(src, &next, &err)) {
+    LOG_ERR("reload refused, nothing changed: %s", err.c_str());
+    WipeSecrets(&next);
+    return false;
+  }
+  std::string bytes = EncodeReload(ReloadableValues(next));
+  if (bytes.size() > kReloadBytes) {
+    LOG_ERR("reload refused, nothing changed: the reloadable settings of %s take %zu bytes, more than the "
+            "%u the reload channel holds (shorten the allow lists, or restart)",
+            from, bytes.size(), kReloadBytes);
+    Wipe(bytes.data(), bytes.size());
+    WipeSecrets(&next);
+    return false;
+  }
+  std::vector<ConfigChange> diff = DiffConfig(*live, next);
+  std::vector<std::string> applied;
+  for (const ConfigChange& ch : diff) {
+    if (ch.reloads) applied.push_back(ch.key);
+  }
+  CopyReloadable(next, live);
+  StoreSharedSettings(*live, &applied, pt, ctx);
+  uint32_t gen = PublishReload(pt->reload, bytes);
+  Wipe(bytes.data(), bytes.size());
+  WipeSecrets(&next);
+  // Logged under the new log level.
+  size_t restart = diff.size() - applied.size();
+  for (const ConfigChange& ch : diff) {
+    if (ch.reloads) {
+      LOG_NOTICE("reload: %s: %s -> %s", ch.key.c_str(), ch.from.c_str(), ch.to.c_str());
+    } else {
+      LOG_WARN("reload: %s: %s -> %s needs a restart: not applied, %s stays", ch.key.c_str(), ch.from.c_str(),
+               ch.to.c_str(), ch.from.c_str());
+    }
+  }
+  LOG_NOTICE("configuration reload %u from %s: %zu setting(s) applied, %zu need a restart", gen, from,
+             applied.size(), restart);
+  return true;
 }
 
 }  // namespace
@@ -326,9 +431,18 @@ void StdioToDevNull() {
 
 }  // namespace
 
-int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hooks) {
+int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
+  Config& cfg = *live;  // the supervisor's: a reload changes it, a child forked later inherits it
   LogLevel lvl = LogLevel::kNotice;
   (void)LogLevelFromName(cfg.log_level, &lvl);
+  // systemd's variables are read, and removed from the environment, first.
+  Notifier notify = Notifier::FromEnvironment();
+  // SIGHUP (reload) waits in the mask until the main loop takes it; its
+  // default action would end the daemon while it starts.
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  sigprocmask(SIG_BLOCK, &hup, nullptr);
   int ready_fd = -1;
   if (!o.foreground) {
     // Daemonize before anything records a pid or a tid; everything that can
@@ -344,6 +458,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   LogInit(!o.foreground, lvl);
   LogAlsoStderr(!o.foreground);
   LogSetRole("supervisor");
+  if (!notify.ignored().empty()) LOG_WARN("systemd: %s", notify.ignored().c_str());
   int nworkers = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   if (nworkers < 1) nworkers = 1;
   RaiseFdLimit(cfg.maxclients + 64 * nworkers + 64);
@@ -408,6 +523,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     pid_written = true;
   }
 
+  notify.Status("mapping the arena: " + std::to_string(cfg.arena_mb) + " MiB, hugepages " + cfg.hugepages);
   mem::ArenaOptions ao;
   ao.arena_mb = static_cast<size_t>(cfg.arena_mb);
   ao.arena_cap_mb = static_cast<size_t>(cfg.arena_cap_mb);
@@ -435,15 +551,8 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
   (void)cache::InitCatalog(*a, seed);
   cache::Ctx ctx(*a, 0);
-  {
-    cache::MemoryLimits ml;
-    ml.maxmemory = static_cast<uint64_t>(cfg.maxmemory);
-    (void)cache::ParsePolicy(cfg.maxmemory_policy, &ml.policy);  // validated by FinishConfig
-    ml.samples = static_cast<uint32_t>(cfg.maxmemory_samples);
-    cache::SetLfuParams(ctx, static_cast<uint32_t>(cfg.lfu_log_factor), static_cast<uint32_t>(cfg.lfu_decay_time));
-    cache::SetMemoryLimits(ctx, ml);
-    cache::SetAutomoveEnabled(ctx, cfg.automove);
-  }
+  notify.Status("creating " + std::to_string(cfg.collections.size()) +
+                " collection(s) (nothing to load: no persistence yet)");
   for (const auto& cc : cfg.collections) {
     cache::CollectionOptions co;
     co.buckets = cc.buckets;
@@ -466,16 +575,9 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   if (getrandom(pt->replid, sizeof pt->replid, 0) != sizeof pt->replid) {
     for (size_t i = 0; i < sizeof pt->replid; ++i) pt->replid[i] = static_cast<uint8_t>(seed >> (i % 8 * 8));
   }
-  pt->live_timeout.store(cfg.timeout);
-  pt->live_loglevel.store(static_cast<int32_t>(lvl));
-  pt->live_proto_max_bulk.store(cfg.proto_max_bulk_len);
-  pt->live_query_buf.store(cfg.client_query_buffer_limit);
-  const Config::OutputLimit* ol[2] = {&cfg.output_normal, &cfg.output_pubsub};
-  for (int k = 0; k < 2; ++k) {
-    pt->live_output[k][0].store(ol[k]->hard);
-    pt->live_output[k][1].store(ol[k]->soft);
-    pt->live_output[k][2].store(ol[k]->soft_s);
-  }
+  // The settings CONFIG SET (and a reload) change live: in the process
+  // table and the catalog.
+  StoreSharedSettings(cfg, nullptr, pt, ctx);
   // Event channels: one datagram socketpair per worker, made before any
   // fork so that only the daemon's own processes hold a write end.
   std::vector<int> ev_read, ev_write;
@@ -521,6 +623,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   auto spawn = [&](uint32_t i) -> bool {
     ProcEntry& e = pt->e[i];
     e.heartbeat_ms.store(WallMs());  // a restarted child is not "stalled" by its predecessor's last beat
+    e.config_gen.store(pt->reload.gen.load());  // it inherits the supervisor's Config, reloads included
     pid_t p = fork();
     if (p < 0) {
       LOG_ERR("fork: %s", std::strerror(errno));
@@ -579,13 +682,37 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     LogAlsoStderr(false);
     StdioToDevNull();
   }
+  // systemd: the same point. Every door listens (bound before the fork,
+  // so a connection waits in the backlog until its worker runs), the
+  // arena is mapped, the collections are made.
+  auto serving_status = [&]() {
+    uint64_t keys = 0;
+    size_t ncoll = 0;
+    for (const auto& ci : cache::ListCollections(ctx)) {
+      keys += ci.entries;
+      ++ncoll;
+    }
+    int down = 0;
+    for (uint32_t i = 1; i < pt->count; ++i) down += pt->e[i].pid.load() <= 0;
+    std::string restarting = down ? ", " + std::to_string(down) + " process(es) restarting" : "";
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "serving: %d worker(s)%s, %llu key(s) in %zu collection(s), %d client(s), %llu of %zu MiB used",
+                  nworkers, restarting.c_str(), static_cast<unsigned long long>(keys), ncoll, pt->clients.load(),
+                  static_cast<unsigned long long>(mem::UsedMemory(*a) >> 20), a->cap_bytes() >> 20);
+    return std::string(buf);
+  };
+  if (notify.enabled()) notify.Ready(serving_status());
 
   // Watched every tick: stalled children, a full arena (rate-limited).
+  // watch() returns the stalled ones in words ("" when every worker and
+  // the timer beat): the systemd watchdog is fed only then.
   std::vector<int64_t> stalled_since(pt->count, 0);
   uint64_t nomem_seen = a->hdr()->nomem_events.load(std::memory_order_relaxed);
   int64_t nomem_logged = 0;
   auto watch = [&](int64_t now) {
     int64_t wall = WallMs();
+    std::string stalled;
     for (uint32_t i = 1; i < pt->count; ++i) {
       const ProcEntry& e = pt->e[i];
       Role role = static_cast<Role>(e.role.load());
@@ -605,6 +732,10 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
                    static_cast<long long>(hb - stalled_since[i]));
         stalled_since[i] = 0;
       }
+      if (stalled_since[i] != 0) {
+        stalled += std::string(stalled.empty() ? "" : ", ") + RoleName(role) + " rank " + std::to_string(e.rank) +
+                   " (pid " + std::to_string(e.pid.load()) + ", " + std::to_string((wall - hb) / 1000) + " s)";
+      }
     }
     uint64_t nm = a->hdr()->nomem_events.load(std::memory_order_relaxed);
     if (nm != nomem_seen && (nomem_logged == 0 || now - nomem_logged >= 60000)) {
@@ -615,7 +746,24 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
       nomem_seen = nm;
       nomem_logged = now;
     }
+    return stalled;
   };
+
+  // systemd's watchdog: WATCHDOG=1 at half its interval while nothing is
+  // stalled. A restart after a crash is not a stall (the supervisor is
+  // handling it); a worker or timer without a heartbeat for 3 s is.
+  const int64_t wd_every_ms = static_cast<int64_t>(notify.watchdog_us() / 2000);
+  int64_t wd_next = 0, status_next = MonoMs() + 5000;
+  std::string status_sent, stalled_now;
+  if (wd_every_ms > 0) {
+    LOG_INFO("systemd watchdog: %lld ms; fed every %lld ms while every worker and the timer beat",
+             static_cast<long long>(notify.watchdog_us() / 1000), static_cast<long long>(wd_every_ms));
+  }
+  // A reload is done when every running child has its generation.
+  uint32_t reload_gen = 0;
+  int64_t reload_deadline = 0;
+  bool reload_ready_sent = true;
+  uint32_t sup_live_gen = pt->live_gen.load();
 
   // Crash-loop control per entry: restarts within the last 30 s.
   std::vector<std::vector<int64_t>> recent(pt->count);
@@ -630,16 +778,78 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
     if (sig == SIGTERM || sig == SIGINT) {
       if (!stopping) {
         LOG_NOTICE("shutting down (signal %d)", sig);
+        notify.Stopping("stopping: " + std::to_string(pt->count - 1) + " process(es) finish their work");
         stopping = true;
         stop_deadline = now + 10000;
         for (uint32_t i = 1; i < pt->count; ++i) {
           if (pt->e[i].pid.load() > 0) kill(pt->e[i].pid.load(), SIGTERM);
         }
       }
-    } else if (sig == SIGHUP) {
-      LOG_NOTICE("SIGHUP: logs reopened");
+    } else if (sig == SIGHUP && !stopping) {
+      LOG_NOTICE("SIGHUP: reloading the configuration from %s",
+                 o.source.file.empty() ? "the embedded default and -o" : o.source.file.c_str());
+      notify.Reloading();
+      if (ReloadConfig(o.source, &cfg, pt, ctx)) {
+        reload_gen = pt->reload.gen.load();
+        reload_deadline = now + 5000;
+        reload_ready_sent = false;
+        sup_live_gen = pt->live_gen.load();  // the supervisor set its own level
+      } else if (notify.enabled()) {
+        notify.Ready(serving_status() + "; the last reload was refused (see the log)");
+      }
     }
-    if (!stopping) watch(now);
+    if (uint32_t lg = pt->live_gen.load(); lg != sup_live_gen) {  // CONFIG SET loglevel
+      sup_live_gen = lg;
+      SetLogLevel(static_cast<LogLevel>(pt->live_loglevel.load()));
+    }
+    if (!stopping) {
+      std::string stalled = watch(now);
+      if (wd_every_ms > 0 && stalled != stalled_now) {
+        if (stalled_now.empty()) {
+          LOG_ERR("systemd watchdog: no longer fed: %s stalled (systemd restarts the service after WatchdogSec)",
+                  stalled.c_str());
+        } else if (stalled.empty()) {
+          LOG_NOTICE("systemd watchdog: fed again, nothing is stalled");
+        }
+      }
+      if (stalled != stalled_now) status_next = now;  // say it at once
+      stalled_now = stalled;
+      if (wd_every_ms > 0 && now >= wd_next) {
+        if (stalled_now.empty()) notify.Watchdog();
+        wd_next = now + wd_every_ms;
+      }
+    }
+    if (reload_gen != 0) {
+      std::string late;
+      for (uint32_t i = 1; i < pt->count; ++i) {
+        const ProcEntry& e = pt->e[i];
+        if (e.pid.load() > 0 && e.config_gen.load() != reload_gen) {
+          late += std::string(late.empty() ? "" : ", ") + RoleName(static_cast<Role>(e.role.load())) + " rank " +
+                  std::to_string(e.rank) + " (pid " + std::to_string(e.pid.load()) + ")";
+        }
+      }
+      if (late.empty()) {
+        WipeReload(pt->reload);  // the secrets do not stay in shared memory
+        LOG_INFO("configuration reload %u: every process applied it", reload_gen);
+        reload_gen = 0;
+      } else if (now > reload_deadline && !reload_ready_sent) {
+        LOG_WARN("configuration reload %u: not applied yet by %s (stalled?): they apply it when they run again",
+                 reload_gen, late.c_str());
+      }
+      if (!reload_ready_sent && (late.empty() || now > reload_deadline)) {
+        if (notify.enabled()) notify.Ready(serving_status());
+        reload_ready_sent = true;
+        status_next = now + 5000;
+      }
+    }
+    if (notify.enabled() && !stopping && reload_ready_sent && now >= status_next) {
+      std::string st = stalled_now.empty() ? serving_status()
+                                           : "degraded: " + stalled_now + " stalled" +
+                                                 (wd_every_ms > 0 ? "; the watchdog is not fed" : "");
+      if (st != status_sent) notify.Status(st);
+      status_sent = st;
+      status_next = now + 5000;
+    }
     // Reap.
     for (;;) {
       int st;
@@ -704,6 +914,7 @@ int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hook
   for (int fd : ev_read) close(fd);
   for (int fd : ev_write) close(fd);
   LOG_NOTICE("stopped");
+  notify.Status("stopped");
   return 0;
 }
 

@@ -8,7 +8,11 @@
 // (rank 1..N: one libevent loop each). It restarts any child that dies —
 // after repairing whatever the dead process held (cache::RepairDead) — and
 // backs off when a child crash-loops. SIGTERM: children stop accepting,
-// finish the replies in flight, exit; the supervisor exits 0.
+// finish the replies in flight, exit; the supervisor exits 0. SIGHUP:
+// the configuration is built again and what reloads is applied in every
+// process (proc/reload.h). Under systemd (NOTIFY_SOCKET) the supervisor
+// alone notifies: READY, STATUS, RELOADING, STOPPING and, while every
+// worker and the timer beat, WATCHDOG (proc/notify.h).
 //
 // proc/ knows nothing of the doors: the binary passes DaemonHooks that
 // build the doors inside each worker: daemon/perfcached_main.cc builds them
@@ -29,7 +33,7 @@ namespace proc {
 struct WorkerContext {
   event_base* base = nullptr;
   cache::Ctx* ctx = nullptr;
-  const Config* cfg = nullptr;
+  const Config* cfg = nullptr;  // this process's; a reload changes its reloadable rows (DaemonHooks::reload)
   ProcTable* procs = nullptr;
   ProcEntry* self = nullptr;
   int listen_fd = -1;
@@ -40,9 +44,12 @@ struct WorkerContext {
 // A process owned by a module (OpenSIPS proc_export_t): MI FIFO, ...
 struct ModuleProcContext {
   cache::Ctx* ctx = nullptr;
-  const Config* cfg = nullptr;
+  const Config* cfg = nullptr;  // this process's; tick() may change its reloadable rows
   ProcTable* procs = nullptr;
   ProcEntry* self = nullptr;
+  // Call from the process's loop at least once a second: follows the live
+  // log level and applies a published reload to *cfg (proc/reload.h).
+  std::function<void()> tick;
 };
 struct ModuleProc {
   std::string name;                                   // "MI FIFO"
@@ -59,6 +66,9 @@ struct DaemonHooks {
   // Close idle connections; true when no connection is left.
   std::function<bool(void*)> drain;
   std::function<void(void*, int64_t now_ms)> tick;
+  // A reload changed the worker's Config (secrets, allow lists, ...):
+  // re-read what the door copied out of it. May be empty.
+  std::function<void(void*)> reload;
   std::function<void(void*)> destroy;
   // Supervisor, before anything forks or detaches: claim and open the doors
   // the module processes serve (FIFO, datagram socket, HTTP listener); a
@@ -71,10 +81,12 @@ struct DaemonHooks {
 
 struct DaemonOptions {
   bool foreground = true;
+  ConfigSource source;  // built again on SIGHUP (proc/reload.h)
 };
 
 // Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
-int RunDaemon(const Config& cfg, const DaemonOptions& o, const DaemonHooks& hooks);
+// *cfg is the running configuration: SIGHUP changes its reloadable rows.
+int RunDaemon(Config* cfg, const DaemonOptions& o, const DaemonHooks& hooks);
 
 // Map [memory] hugepages to the best tier to try.
 mem::Tier TierFromConfig(const std::string& hugepages);

@@ -2,11 +2,13 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "proc/log.h"
 
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 namespace proc {
@@ -14,16 +16,28 @@ namespace {
 
 bool g_syslog = false;
 bool g_stderr_too = false;  // daemonizing: until ready, stderr hears it too
+bool g_journal = false;     // stderr is systemd's journal: "<N>" priority, no time stamp
 LogLevel g_level = LogLevel::kNotice;
 const char* g_role = "perfcached";
 const char* kNames[] = {"error", "warning", "notice", "info", "debug"};
 const int kSyslog[] = {LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG};
+
+// systemd sets JOURNAL_STREAM="DEVICE:INODE" of the stream it gives the
+// service as stdout/stderr; it is ours only if stderr still is that stream.
+bool StderrIsJournal() {
+  const char* js = std::getenv("JOURNAL_STREAM");
+  unsigned long long dev, ino;
+  struct stat st;
+  return js && std::sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+         static_cast<unsigned long long>(st.st_dev) == dev && static_cast<unsigned long long>(st.st_ino) == ino;
+}
 
 }  // namespace
 
 void LogInit(bool to_syslog, LogLevel level) {
   g_syslog = to_syslog;
   g_level = level;
+  g_journal = !to_syslog && StderrIsJournal();
   if (to_syslog) openlog("perfcached", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
@@ -53,6 +67,11 @@ void Log(LogLevel l, const char* fmt, ...) {
   if (g_syslog) {
     syslog(kSyslog[static_cast<int>(l)], "%s: %s", g_role, msg);
     if (!g_stderr_too) return;
+  }
+  if (g_journal) {  // the journal stamps the time; "<N>" is the line's priority
+    std::fprintf(stderr, "<%d>%d %s %s: %s\n", kSyslog[static_cast<int>(l)], static_cast<int>(getpid()), g_role,
+                 kNames[static_cast<int>(l)], msg);
+    return;
   }
   timeval tv;
   gettimeofday(&tv, nullptr);

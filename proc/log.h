@@ -1,4 +1,4 @@
-// perfcached — logging: levels, stderr in the foreground, syslog when daemonized.
+// perfcached — logging: levels, stderr in the foreground (the journal under systemd), syslog when daemonized.
 // Copyright (c) 2026 the perfcached authors.
 #pragma once
 

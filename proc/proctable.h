@@ -34,7 +34,7 @@ struct alignas(64) ProcEntry {
   std::atomic<int64_t> start_ms;
   std::atomic<int64_t> heartbeat_ms;
   std::atomic<uint32_t> restarts;
-  uint32_t pad;
+  std::atomic<uint32_t> config_gen;  // the reload generation this process applied (proc/reload.h)
   std::atomic<uint64_t> door[kDoorStatCount];
   uint64_t pad2[16 - kDoorStatCount - 5];
 };
@@ -42,6 +42,22 @@ static_assert(sizeof(ProcEntry) == 128);
 static_assert(std::is_standard_layout_v<ProcEntry>);
 
 inline constexpr uint32_t kMaxProcEntries = 256;
+
+// The reload channel (proc/reload.h). Written by the supervisor only;
+// read by every child under `seq` (odd while the supervisor writes).
+//
+//   gen | seq | len | bytes[len]: records "u32 key length, key, u32 value length, value"
+inline constexpr uint32_t kReloadBytes = 64 * 1024;
+struct ReloadArea {
+  std::atomic<uint32_t> gen;  // bumped once per published reload
+  std::atomic<uint32_t> seq;  // seqlock over len and bytes
+  uint32_t len;
+  uint32_t pad;
+  char bytes[kReloadBytes];
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::is_standard_layout_v<ReloadArea>);
+static_assert(offsetof(ReloadArea, bytes) == 16 && sizeof(ReloadArea) == 16 + kReloadBytes);
 
 struct ProcTable {
   uint32_t count;                  // entries in use
@@ -67,6 +83,7 @@ struct ProcTable {
   std::atomic<int64_t> live_proto_max_bulk;
   std::atomic<int64_t> live_query_buf;
   std::atomic<int64_t> live_output[2][3];  // class (normal, pubsub) x (hard, soft, seconds)
+  ReloadArea reload;               // SIGHUP: the reloadable settings (proc/reload.h)
 };
 static_assert(offsetof(ProcTable, e) % 64 == 0);
 

@@ -24,6 +24,7 @@ const ModuleExports kExports = {
     .stop_accepting = nullptr,
     .drain = nullptr,
     .tick = nullptr,
+    .reload = nullptr,
     .destroy = nullptr,
     .procs = kProcs,
     .stats = kEngineStats,

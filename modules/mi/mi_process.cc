@@ -426,6 +426,7 @@ void OnTick(evutil_socket_t, short, void* arg) {
     event_base_loopbreak(st.base);
     return;
   }
+  if (st.pc->tick) st.pc->tick();  // log level, SIGHUP reload (tokens, Host names, allow_create)
   int64_t now = MonoMs();
   if (!st.buf.empty() && st.held_since_ms && now - st.held_since_ms >= kHoldMs) {
     DropHeld(st, "request unfinished for 1 s");

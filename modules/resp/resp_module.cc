@@ -63,6 +63,15 @@ void ApplyLiveLimits(const proc::ProcTable& pt, size_t* max_bulk, size_t* query_
   }
 }
 
+std::vector<net::Cidr> AllowList(const proc::Config& cfg) {
+  std::vector<net::Cidr> out;
+  for (const auto& c : cfg.resp_allow) {
+    net::Cidr cidr;
+    if (net::ParseCidr(c, &cidr)) out.push_back(cidr);  // FinishConfig refused bad ones
+  }
+  return out;
+}
+
 void* WorkerInit(proc::WorkerContext& wc) {
   auto* d = new Door();
   d->env.ctx = wc.ctx;
@@ -78,10 +87,7 @@ void* WorkerInit(proc::WorkerContext& wc) {
     so.clients = &wc.procs->clients;
     so.timeout_s = wc.cfg->timeout;
     ApplyLiveLimits(*wc.procs, &so.limits.max_bulk, &so.query_buf_max, so.output);
-    for (const auto& c : wc.cfg->resp_allow) {
-      net::Cidr cidr;
-      if (net::ParseCidr(c, &cidr)) so.allow.push_back(cidr);  // FinishConfig refused bad ones
-    }
+    so.allow = AllowList(*wc.cfg);
     so.require_allow = true;
     so.auth_required = !wc.cfg->resp_secrets.empty();
     so.id_base = static_cast<uint64_t>(wc.rank) << 40;
@@ -119,6 +125,13 @@ void Tick(void* p, int64_t now) {
   d->server->set_limits(max_bulk, query_buf, output);
   d->server->CloseIdle(now);
   d->server->CheckOutputLimits(now);
+}
+
+// SIGHUP (proc/reload.h): the worker's Config has the new allow list and
+// passwords; AUTH reads the passwords from it, the accept path its copy.
+void Reload(void* p) {
+  auto* d = static_cast<Door*>(p);
+  if (d->server) d->server->set_access(AllowList(*d->env.cfg), !d->env.cfg->resp_secrets.empty());
 }
 
 void Destroy(void* p) {
@@ -184,6 +197,7 @@ const ModuleExports kExports = {
     .stop_accepting = &StopAccepting,
     .drain = &Drain,
     .tick = &Tick,
+    .reload = &Reload,
     .destroy = &Destroy,
     .procs = {},
     .stats = kStats,

@@ -6,6 +6,7 @@ loopback ports. Every server is stopped by PID; every wait is bounded.
 PERFCACHED_ADDR=host:port makes tests that accept it use an already-running
 daemon instead (like memcached's T_MEMD_USE_DAEMON)."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -93,9 +94,12 @@ def proc_cmdline(pid):
 class Daemon:
     """A perfcached process tree started for one test (or one test class)."""
 
-    def __init__(self, workers=2, overrides=(), config=None, arena_mb=64, host="127.0.0.1"):
-        """workers=None: the configured default (one worker per core)."""
-        self.port = free_port()
+    def __init__(self, workers=2, overrides=(), config=None, arena_mb=64, host="127.0.0.1", env=None,
+                 port=None):
+        """workers=None: the configured default (one worker per core).
+        env: the daemon's environment (default: the test's); port: the RESP
+        port (default: a free one)."""
+        self.port = port or free_port()
         self.host = host
         self.workdir = tempfile.mkdtemp(prefix="perfcached-test-")
         self.log_path = os.path.join(self.workdir, "perfcached.log")
@@ -106,8 +110,9 @@ class Daemon:
                 "-o", f"memory.arena_mb={arena_mb}", "-o", "memory.hugepages=off"]
         if workers is not None:
             args += ["-o", f"daemon.workers={workers}"]
+        self.config_path = None
         if config is not None:
-            path = os.path.join(self.workdir, "perfcached.conf")
+            self.config_path = path = os.path.join(self.workdir, "perfcached.conf")
             with open(path, "w") as f:
                 f.write(config)
             args += ["-f", path]
@@ -115,7 +120,7 @@ class Daemon:
             args += ["-o", o]
         self.args = args
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         if not wait_port(self.port, host=host):
             self.stop()
             raise RuntimeError("perfcached did not start: " + self.read_log())
@@ -127,6 +132,15 @@ class Daemon:
                 return f.read()
         except OSError:
             return ""
+
+    def wait_log(self, text, timeout=10.0):
+        """True once `text` is in the log (bounded wait)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.read_log():
+                return True
+            time.sleep(0.05)
+        return False
 
     def worker_pids(self):
         """The worker processes (named "pc-worker N" by the daemon)."""
@@ -152,6 +166,51 @@ class Daemon:
                 self.proc.wait(timeout=5)
         self.log.close()
         return self.proc.returncode
+
+
+def have_netns():
+    return os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+class NetNs:
+    """A network namespace with a veth pair into it (198.18.0.0/15, the
+    benchmarking range): a client run in it with run() reaches the daemon
+    off loopback, from `peer` to `host` (both /30 addresses)."""
+
+    def __init__(self, tag, host, peer):
+        self.name = "pcns%s%d" % (tag, os.getpid())
+        self.veth = "pc%sa%d" % (tag, os.getpid() % 10000)
+        self.host, self.peer = host, peer
+        self.other = "pc%sb%d" % (tag, os.getpid() % 10000)
+
+    def up(self):
+        """Build it; returns "" or why it could not be built (then call down())."""
+        ns, a, b = self.name, self.veth, self.other
+        cmds = [["ip", "netns", "add", ns],
+                ["ip", "link", "add", a, "type", "veth", "peer", "name", b],
+                ["ip", "link", "set", b, "netns", ns],
+                ["ip", "addr", "add", self.host + "/30", "dev", a],
+                ["ip", "link", "set", a, "up"],
+                ["ip", "netns", "exec", ns, "ip", "addr", "add", self.peer + "/30", "dev", b],
+                ["ip", "netns", "exec", ns, "ip", "link", "set", b, "up"],
+                ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                return "cannot build the namespace: %s" % r.stderr.strip()
+        return ""
+
+    def down(self):
+        subprocess.run(["ip", "link", "del", self.veth], capture_output=True, timeout=10)
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=10)
+
+    def run(self, args, timeout=15):
+        return subprocess.run(["ip", "netns", "exec", self.name] + list(args), capture_output=True, text=True,
+                              timeout=timeout)
+
+    def redis_ping(self, port):
+        """redis-cli PING from the namespace to host:port: "PONG" or what came instead."""
+        return self.run(["redis-cli", "-h", self.host, "-p", str(port), "PING"]).stdout.strip()
 
 
 class RedisServer:

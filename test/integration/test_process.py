@@ -10,7 +10,7 @@ import unittest
 
 import redis
 
-from harness import BIN, ROOT, Daemon, free_port, wait_port
+from harness import BIN, ROOT, Daemon, NetNs, free_port, have_netns, wait_port
 
 
 class Daemonize(unittest.TestCase):
@@ -73,44 +73,26 @@ class CrashLoop(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
-def have_netns():
-    return os.geteuid() == 0 and shutil.which("ip") is not None
-
-
 @unittest.skipUnless(have_netns(), "needs:root and iproute2 (network namespace)")
 class AllowList(unittest.TestCase):
     """A client in a network namespace this test creates (198.18.0.0/15, the
     benchmarking range) reaches the daemon over a veth pair, off loopback."""
-    NS = "pcns%d" % os.getpid()
     HOST, PEER = "198.18.7.1", "198.18.7.2"
 
     @classmethod
     def setUpClass(cls):
-        ns, a, b = cls.NS, "pca%d" % (os.getpid() % 10000), "pcb%d" % (os.getpid() % 10000)
-        cls.veth = a
-        cmds = [["ip", "netns", "add", ns],
-                ["ip", "link", "add", a, "type", "veth", "peer", "name", b],
-                ["ip", "link", "set", b, "netns", ns],
-                ["ip", "addr", "add", cls.HOST + "/30", "dev", a],
-                ["ip", "link", "set", a, "up"],
-                ["ip", "netns", "exec", ns, "ip", "addr", "add", cls.PEER + "/30", "dev", b],
-                ["ip", "netns", "exec", ns, "ip", "link", "set", b, "up"],
-                ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]
-        for c in cmds:
-            r = subprocess.run(c, capture_output=True, text=True, timeout=10)
-            if r.returncode != 0:
-                cls.tearDownClass()
-                raise unittest.SkipTest("cannot build the namespace: %s" % r.stderr.strip())
+        cls.ns = NetNs("", cls.HOST, cls.PEER)
+        why = cls.ns.up()
+        if why:
+            cls.ns.down()
+            raise unittest.SkipTest(why)
 
     @classmethod
     def tearDownClass(cls):
-        subprocess.run(["ip", "link", "del", cls.veth], capture_output=True, timeout=10)
-        subprocess.run(["ip", "netns", "del", cls.NS], capture_output=True, timeout=10)
+        cls.ns.down()
 
     def ping_from_ns(self, port):
-        r = subprocess.run(["ip", "netns", "exec", self.NS, "redis-cli", "-h", self.HOST, "-p",
-                            str(port), "PING"], capture_output=True, text=True, timeout=15)
-        return r.stdout.strip()
+        return self.ns.redis_ping(port)
 
     def test_allowed_and_refused(self):
         ok = Daemon(workers=1, host=self.HOST,
@@ -138,10 +120,10 @@ class AllowList(unittest.TestCase):
                 "h={'Authorization':'Bearer '+sys.argv[3]} if len(sys.argv)>3 else {}\n"
                 "c.request('GET','/metrics',headers=h)\n"
                 "print(c.getresponse().status)\n")
-        args = ["ip", "netns", "exec", self.NS, "/usr/bin/python3", "-c", code, self.HOST, str(port)]
+        args = ["/usr/bin/python3", "-c", code, self.HOST, str(port)]
         if token:
             args.append(token)
-        return subprocess.run(args, capture_output=True, text=True, timeout=20).stdout.strip()
+        return self.ns.run(args, timeout=20).stdout.strip()
 
     def test_http_token_off_loopback(self):
         hport = free_port()

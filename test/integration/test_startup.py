@@ -683,14 +683,6 @@ class Logs(unittest.TestCase):
     """What an operator reads: where each door listens, the MI process by
     its name, a stalled worker, a full arena (once a minute at most)."""
 
-    def wait_log(self, d, text, timeout=10.0):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if text in d.read_log():
-                return True
-            time.sleep(0.1)
-        return False
-
     def test_doors_logged_and_mi_process_named(self):
         hp = free_port()
         d = Daemon(workers=2, overrides=["listen.http=127.0.0.1:%d" % hp])
@@ -710,8 +702,8 @@ class Logs(unittest.TestCase):
             self.assertEqual(len(mi), 1)
             ino = os.stat(d.fifo).st_ino
             os.kill(int(mi[0]), signal.SIGKILL)
-            self.assertTrue(self.wait_log(d, "MI process (rank -2, pid %s) killed by signal 9" % mi[0]), d.read_log())
-            self.assertTrue(self.wait_log(d, "MI process rank -2 restarted"), d.read_log())
+            self.assertTrue(d.wait_log("MI process (rank -2, pid %s) killed by signal 9" % mi[0]), d.read_log())
+            self.assertTrue(d.wait_log("MI process rank -2 restarted"), d.read_log())
             self.assertNotIn("module process", d.read_log())
             self.assertEqual(os.stat(d.fifo).st_ino, ino)
             self.assertIn(b'"Up time"', mi_fifo_raw(d.fifo, d.workdir, mi_request("uptime")))
@@ -757,11 +749,11 @@ class Logs(unittest.TestCase):
             w = pids[0]
             os.kill(w, signal.SIGSTOP)
             try:
-                self.assertTrue(self.wait_log(d, "(pid %d) is stalled: no heartbeat for" % w), d.read_log())
+                self.assertTrue(d.wait_log("(pid %d) is stalled: no heartbeat for" % w), d.read_log())
                 self.assertEqual(self.healthy_gauge(hp), 0)  # what an alert rule watches
             finally:
                 os.kill(w, signal.SIGCONT)
-            self.assertTrue(self.wait_log(d, "(pid %d) beats again after" % w), d.read_log())
+            self.assertTrue(d.wait_log("(pid %d) beats again after" % w), d.read_log())
         finally:
             self.assertEqual(d.stop(), 0)
 
@@ -780,7 +772,7 @@ class Logs(unittest.TestCase):
                     if refused >= 20:
                         break
             self.assertGreaterEqual(refused, 20)
-            self.assertTrue(self.wait_log(d, "arena full:"), d.read_log())
+            self.assertTrue(d.wait_log("arena full:"), d.read_log())
             time.sleep(0.5)
             for i in range(20):  # a second burst within the minute: not logged again
                 try:

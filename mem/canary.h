@@ -23,6 +23,8 @@
 //  13  the aging pass ages nothing: idle keys wrap to young (cache/access.cc)
 //  14  the route word has no change count: a split undone by a merge looks
 //      like no change to a reader's re-check (cache/internal.h NextRoute)
+//  15  eviction gives up on a sparse table after its few first residues
+//      (cache/evict.cc Sample): spurious -OOM
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

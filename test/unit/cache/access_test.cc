@@ -314,3 +314,22 @@ TEST(Access, AgingAppliesTheLfuDecayBeforeTheMinuteWraps) {
     CHECK(cache::AccessFrequency(p, AccessOf(t, "k:" + std::to_string(i))) == 0 || i == 7);
   }
 }
+
+// A sparse table (pre-sized, or emptied and not yet merged back): 100 keys
+// in 16,384 buckets. Every eviction must find a key (canary 15: sampling
+// gave up after its first few residues and the write got -OOM).
+TEST(Access, EvictionFindsKeysInASparseTable) {
+  cache::TableRef t = f->Table("sparse", 16384);
+  const cache::EvictPolicy policies[] = {cache::EvictPolicy::kAllKeysRandom, cache::EvictPolicy::kAllKeysLru,
+                                         cache::EvictPolicy::kAllKeysLfu};
+  for (cache::EvictPolicy policy : policies) {
+    for (int i = 0; i < 100; ++i) Put(t, "key:" + std::to_string(i));
+    cache::MemoryLimits l;
+    l.policy = policy;
+    cache::SetMemoryLimits(*c, l);
+    int evicted = 0;
+    for (int i = 0; i < 50; ++i) evicted += cache::EvictOne(*c, l) ? 1 : 0;
+    CHECK_EQUAL(50, evicted);
+    cache::ForgetEvictionPool();
+  }
+}

@@ -14,6 +14,7 @@ PKGS=(
   clang libclang-rt-14-dev
   procps iproute2 curl
   groff-base man-db
+  systemd                      # systemd-analyze: test_systemd verifies the unit (PID 1 is not changed)
   kamailio kamailio-redis-modules rtpengine-daemon
 )
 # Packages whose maintainer scripts start a system service on install. The

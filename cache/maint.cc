@@ -47,22 +47,24 @@ void ClearBucketLocked(Bucket& b) {
   for (int i = 0; i < kSlots; ++i) SetSlot(b, i, 0);
 }
 
-// Unlink overflow node `node` from its chain (overflow lock held, inside
-// the overflow seq bracket). One store: crash-consistent.
-bool UnlinkNodeLocked(const mem::Arena& a, TableHeader& h, Off node) {
+// Unlink overflow node `node` from chain `head` (overflow lock held,
+// inside the overflow seq bracket). One store: crash-consistent. Only the
+// node's own chain is walked: a walk of every chain per node made a split
+// O(overflow) under three locks, and a pipelined fill that had spilled
+// 100,000s of keys into overflow held the timer (and every writer waiting
+// for the overflow lock) for seconds per GrowStep.
+bool UnlinkNodeLocked(const mem::Arena& a, TableHeader& h, uint32_t head, Off node) {
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
-  for (uint32_t j = 0; j < kOvfHeads; ++j) {
-    Off* link = &heads[j];
-    uint32_t guard = 1u << 16;
-    for (Off n = mem::LoadRelaxed32(link); n != 0 && guard-- > 0; n = mem::LoadRelaxed32(link)) {
-      if (n == node) {
-        mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(n) + kNodeNext));
-        PC_CRASH_POINT();
-        h.ovf.count.fetch_sub(1, std::memory_order_release);
-        return true;
-      }
-      link = reinterpret_cast<Off*>(a.At(n) + kNodeNext);
+  Off* link = &heads[head];
+  uint32_t guard = 1u << 16;
+  for (Off n = mem::LoadRelaxed32(link); n != 0 && guard-- > 0; n = mem::LoadRelaxed32(link)) {
+    if (n == node) {
+      mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(n) + kNodeNext));
+      PC_CRASH_POINT();
+      h.ovf.count.fetch_sub(1, std::memory_order_release);
+      return true;
     }
+    link = reinterpret_cast<Off*>(a.At(n) + kNodeNext);
   }
   return false;
 }
@@ -113,6 +115,7 @@ bool Split(Ctx& c, TableHeader& h) {
   struct Home {
     Off node;
     Off rec;
+    uint32_t head;  // its overflow chain
     uint8_t tag;
     bool to_p;
   };
@@ -139,10 +142,10 @@ bool Split(Ctx& c, TableHeader& h) {
           SetSlot(*bp, static_cast<int>(pu), rec);
           SetTag(*bp, static_cast<int>(pu), TagOf(hash));
           ++pu;
-          homes[nhomes++] = Home{node, rec, TagOf(hash), true};
+          homes[nhomes++] = Home{node, rec, static_cast<uint32_t>(j), TagOf(hash), true};
         } else if (ni == s && s_room > 0) {
           --s_room;
-          homes[nhomes++] = Home{node, rec, TagOf(hash), false};
+          homes[nhomes++] = Home{node, rec, static_cast<uint32_t>(j), TagOf(hash), false};
         }
         if (nhomes == 2 * kSlots) break;
       }
@@ -178,7 +181,7 @@ bool Split(Ctx& c, TableHeader& h) {
     if (nhomes > 0) {
       PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-      for (uint32_t i = 0; i < nhomes; ++i) UnlinkNodeLocked(a, h, homes[i].node);
+      for (uint32_t i = 0; i < nhomes; ++i) UnlinkNodeLocked(a, h, homes[i].head, homes[i].node);
       PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     }

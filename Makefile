@@ -55,7 +55,8 @@ EVENT_LIBS := $(shell pkg-config --libs libevent_core libevent_extra 2>/dev/null
               $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium) \
               $(shell pkg-config --libs tinyxml2 2>/dev/null || echo -ltinyxml2) \
               $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3) \
-              $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
+              $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq) \
+              $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
 SOAK_OBJS := $(BUILD)/test/soak/engine_soak.o
@@ -179,7 +180,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export
+FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -217,6 +218,10 @@ $(BUILD)/fuzz/export_fuzz: test/fuzz/export_fuzz.cc $(ENGINE_SRCS) db/backend.cc
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/export_fuzz.cc $(ENGINE_SRCS) db/backend.cc
+$(BUILD)/fuzz/snapshot_fuzz: test/fuzz/snapshot_fuzz.cc $(ENGINE_SRCS) db/snapshot.cc db/crc32c.cc db/snapshot.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/snapshot_fuzz.cc $(ENGINE_SRCS) db/snapshot.cc db/crc32c.cc -lzstd
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)
@@ -265,6 +270,7 @@ bench: deps all
 	$(Q)bench/types.sh
 	$(Q)bench/mi_impact.sh
 	$(Q)bench/eviction.py
+	$(Q)bench/snapshot.py
 
 format-check:
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')

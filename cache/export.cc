@@ -126,12 +126,36 @@ Status ExportKey(Ctx& c, const TableRef& t, std::string_view key, Entry* out) {
 
 Status ExportStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
                   const std::function<void(const Entry&)>& emit, uint64_t* next) {
-  std::vector<std::string> keys;
-  ScanFilter f;
-  Status s = ScanStep(c, t, cursor, count, f, [&](const ScanItem& it) { keys.emplace_back(it.key); }, next);
-  if (s != Status::kOk) return s;
+  // Strings and counters come with the step's copy (a bucket's records are
+  // copied between two equal seqlock reads: a consistent snapshot of each);
+  // aggregates are read again whole (ExportKey), their value naming cells.
+  std::vector<std::string> aggregates;
   Entry e;
-  for (const std::string& k : keys) {
+  ScanFilter f;
+  f.values = true;
+  Status s = ScanStep(c, t, cursor, count, f, [&](const ScanItem& it) {
+    uint8_t type = it.info.type;
+    if (type == kTypeHash || type == kTypeSet) {
+      aggregates.emplace_back(it.key);
+      return;
+    }
+    if (type != kTypeString && type != kTypeInt) return;  // no exported form yet
+    e.key.assign(it.key);
+    e.type = type;
+    if (type == kTypeInt) {
+      if (it.value.size() != 8) return;
+      int64_t n;
+      std::memcpy(&n, it.value.data(), 8);
+      e.value = std::to_string(n);
+    } else {
+      e.value.assign(it.value);
+    }
+    e.expire_ms = it.info.expire_ms;
+    e.version = it.info.version;
+    emit(e);
+  }, next);
+  if (s != Status::kOk) return s;
+  for (const std::string& k : aggregates) {
     s = ExportKey(c, t, k, &e);
     if (s == Status::kNotFound || s == Status::kWrongType) continue;  // gone meanwhile / no exported form
     if (s != Status::kOk) return s;

@@ -243,6 +243,37 @@ const ParamSpec kParams[] = {
     LIST_ROW("db", persist_collections, persist_collections, ParamType::kList,
              "collections db mode 1 / 2 loads and saves, and perf_save / perf_load without an argument "
              "(empty = every collection)"),
+    STR_ROW("wal", dir, wal_dir,
+            "directory of snapshots (and, later, WAL segments), made when missing; empty = memory only"),
+    ParamSpec{"wal", "save", ParamType::kList,
+              "snapshot rule SECONDS CHANGES (Redis save; repeat the line, any rule met starts one; "
+              "save = \"\" none; default 3600 1, 300 100, 60 10000)",
+              [](Config& c, std::string_view v, std::string* e) {
+                c.wal_save_set = true;
+                if (Trim(v) == "\"\"" || Trim(v).empty()) return true;
+                // Pairs of numbers: one rule a line, or several on one
+                // line as Redis writes them ("3600 1 300 100"; -E joins with ", ").
+                auto tok = SplitList(v);
+                for (size_t i = 0; i < tok.size(); i += 2) {
+                  int64_t secs = 0, changes = 0;
+                  char extra;
+                  std::string t = tok[i] + (i + 1 < tok.size() ? " " + tok[i + 1] : std::string());
+                  if (i + 1 >= tok.size() || std::sscanf(t.c_str(), "%ld %ld %c", &secs, &changes, &extra) != 2 ||
+                      secs < 1 || changes < 1) {
+                    *e = "expected SECONDS CHANGES (two positive integers, e.g. 300 100), got '" + std::string(Trim(v)) + "'";
+                    return false;
+                  }
+                  c.wal_save.push_back(std::to_string(secs) + " " + std::to_string(changes));
+                }
+                return true;
+              },
+              [](const Config& c) { return c.wal_save_set && c.wal_save.empty() ? std::string("\"\"") : JoinList(c.wal_save); },
+              [](Config& to, const Config& from) {
+                to.wal_save = from.wal_save;
+                to.wal_save_set = from.wal_save_set;
+              }},
+    INT_ROW("wal", snapshots_kept, wal_snapshots_kept, 1, 1000,
+            "snapshots kept in dir (the newest; an older one is the fallback when the newest is damaged)"),
     Reloads(LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)")),
     Reloads(LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
@@ -302,7 +333,7 @@ bool SetKey(Config* c, std::string_view section, std::string_view key, std::stri
   }
   if (!section_known) {
     *err = "unknown section [" + std::string(section) +
-           "] (expected daemon, memory, listen, mi, db, secrets, collection NAME)";
+           "] (expected daemon, memory, listen, mi, db, wal, secrets, collection NAME)";
   } else {
     *err = "unknown key '" + std::string(key) + "' in [" + std::string(section) +
            "] (expected one of: " + known + ")";
@@ -361,9 +392,9 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
       if (section.rfind("collection ", 0) == 0) {
         DeclareCollection(c, section, line);
       } else if (section != "daemon" && section != "memory" && section != "listen" &&
-                 section != "mi" && section != "db" && section != "secrets") {
+                 section != "mi" && section != "db" && section != "wal" && section != "secrets") {
         *err = path + ":" + std::to_string(line) + ": unknown section [" + section +
-               "] (expected daemon, memory, listen, mi, db, secrets, collection NAME)";
+               "] (expected daemon, memory, listen, mi, db, wal, secrets, collection NAME)";
         return false;
       }
       continue;
@@ -786,6 +817,7 @@ bool FinishConfig(Config* c, std::string* err) {
       return false;
     }
   }
+  if (!c->wal_save_set) c->wal_save = {"3600 1", "300 100", "60 10000"};  // Redis's defaults
   if (c->db_mode != 0 && c->db_url.empty()) {
     *err = Where(*c, "db.mode") + "[db] mode = " + std::to_string(c->db_mode) +
            " needs [db] url (the database to load from" + (c->db_mode == 2 ? " and save to)" : ")");

@@ -78,6 +78,11 @@ struct Config {
   std::string db_table = "perfcached";
   int db_mode = 0;                              // 0 MI only, 1 load at start, 2 + save at graceful stop
   std::vector<std::string> persist_collections; // what mode 1/2 loads and saves (empty = every collection)
+  // [wal] durability on disk (modules/db, db/snapshot.h); empty dir = memory only
+  std::string wal_dir;
+  std::vector<std::string> wal_save;  // "SECONDS CHANGES" snapshot rules (Redis `save`), OR-ed
+  bool wal_save_set = false;          // a save line was given (save = "" turns the defaults off)
+  int wal_snapshots_kept = 2;
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
   std::vector<std::string> http_tokens;      // HTTP and XML-RPC bearer tokens (when set: required on every request)

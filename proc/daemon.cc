@@ -925,7 +925,7 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
     // A child killed on the way out (the 10 s deadline) may have held a
     // lock: repair before the final save walks the table.
     uint32_t r = cache::RepairDead(ctx);
-    if (r) LOG_NOTICE("repaired %u lock(s)/slot(s) before the final save", r);
+    if (r) LOG_INFO("reclaimed %u lock(s)/slot(s) of the stopped processes before the final save", r);
     notify.Status("saving data");
     hooks.at_stop(ctx, pt);
   }

@@ -82,6 +82,30 @@ struct PersistStats {
 static_assert(sizeof(PersistStats) == 128);
 static_assert(offsetof(PersistStats, busy_pid) == 112 && offsetof(PersistStats, last_save_failed) == 120);
 
+// Snapshots (modules/db, db/snapshot.h): BGSAVE asks by bumping
+// `requests`; the persist process takes them (`handled`). One snapshot at a
+// time, claimed by busy_pid like PersistStats. `changes_at_last` is the
+// change count (collections' stores + removes + expired + evicted) when the
+// last good snapshot began: the save rules' "changes since".
+//
+//   0 requests  8 handled  16 snapshots  24 failures  32 last_at_ms
+//   40 last_took_ms  48 started_ms  56 last_records  64 last_bytes
+//   72 changes_at_last  80 seq  88 busy_pid  92 last_failed
+//   96 recovered_records  104 recovered_ms  112 recovered_seq  120 pad
+struct SnapshotStats {
+  std::atomic<uint64_t> requests, handled, snapshots, failures;
+  std::atomic<int64_t> last_at_ms, last_took_ms, started_ms;  // wall ms of the last good one's end; ms; 0 = idle
+  std::atomic<uint64_t> last_records, last_bytes, changes_at_last, seq;
+  std::atomic<int32_t> busy_pid;
+  std::atomic<uint32_t> last_failed;
+  std::atomic<uint64_t> recovered_records;
+  std::atomic<int64_t> recovered_ms;
+  std::atomic<uint64_t> recovered_seq;
+  uint64_t pad;
+};
+static_assert(sizeof(SnapshotStats) == 128);
+static_assert(offsetof(SnapshotStats, busy_pid) == 88 && offsetof(SnapshotStats, recovered_seq) == 112);
+
 struct ProcTable {
   uint32_t count;                  // entries in use
   uint32_t pad[10];
@@ -108,6 +132,7 @@ struct ProcTable {
   std::atomic<int64_t> live_output[2][3];  // class (normal, pubsub) x (hard, soft, seconds)
   ReloadArea reload;               // SIGHUP: the reloadable settings (proc/reload.h)
   PersistStats persist;            // SQL persistence (modules/db)
+  SnapshotStats snap;              // snapshots (modules/db)
 };
 static_assert(offsetof(ProcTable, e) % 64 == 0);
 

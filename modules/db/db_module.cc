@@ -18,6 +18,7 @@
 
 #include "db/backend.h"
 #include "db/persist.h"
+#include "modules/db/db_module.h"
 #include "mi/mi.h"
 #include "modules/exports.h"
 #include "proc/log.h"
@@ -37,39 +38,6 @@ int64_t WallMs() {
 
 void Store(std::atomic<int64_t>& v, int64_t x) { v.store(x, std::memory_order_relaxed); }
 void Add(std::atomic<uint64_t>& v, uint64_t x) { v.fetch_add(x, std::memory_order_relaxed); }
-
-// The claim on the one save-or-load slot; a dead claimer's is taken over.
-class Claim {
- public:
-  Claim(proc::PersistStats& ps, uint32_t kind) : ps_(ps) {
-    int32_t me = getpid();
-    for (int i = 0; i < 4 && !held_; ++i) {
-      int32_t cur = 0;
-      if (ps_.busy_pid.compare_exchange_strong(cur, me)) {
-        held_ = true;
-      } else if (kill(cur, 0) != 0 && errno == ESRCH) {
-        held_ = ps_.busy_pid.compare_exchange_strong(cur, me);  // its owner died mid-way
-      } else {
-        holder_ = cur;
-        break;
-      }
-    }
-    if (held_) ps_.busy_kind.store(kind);
-  }
-  ~Claim() {
-    if (held_) ps_.busy_pid.store(0);
-  }
-  bool held() const { return held_; }
-  std::string Busy() const {
-    return std::string("a ") + (ps_.busy_kind.load() == 1 ? "save" : "load") + " is running (pid " +
-           std::to_string(holder_) + "): try again when it is done";
-  }
-
- private:
-  proc::PersistStats& ps_;
-  bool held_ = false;
-  int32_t holder_ = 0;
-};
 
 // The collections an operation covers: the one named, else
 // persist_collections, else every collection of the config.
@@ -106,11 +74,13 @@ struct Totals {
 bool Run(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const std::vector<std::string>& names,
          bool save, Totals* t, std::string* err) {
   proc::PersistStats& ps = pt->persist;
-  Claim claim(ps, save ? 1 : 2);
+  Claim claim(ps.busy_pid);
   if (!claim.held()) {
-    *err = claim.Busy();
+    *err = std::string("a ") + (ps.busy_kind.load() == 1 ? "save" : "load") + " is running (pid " +
+           std::to_string(claim.holder()) + "): try again when it is done";
     return false;
   }
+  ps.busy_kind.store(save ? 1 : 2);
   int64_t start = WallMs();
   std::unique_ptr<::db::Backend> b = ::db::Open(cfg.db_url, cfg.db_table, err);
   bool ok = b != nullptr;
@@ -225,6 +195,12 @@ bool Init(const proc::Config& cfg, std::string* err) {
 }
 
 bool Warm(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err) {
+  // The newest good snapshot first; an SQL load (db mode 1 / 2) after it
+  // replaces the keys the table holds.
+  if (!RecoverFromSnapshots(c, pt, cfg, err)) {
+    *err = "recovery: " + *err;
+    return false;
+  }
   if (cfg.db_mode < 1) return true;
   std::vector<std::string> names;
   if (!Collections(cfg, nullptr, &names, err)) return false;
@@ -243,6 +219,12 @@ bool Warm(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::stri
 }
 
 void AtStop(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg) {
+  if (!cfg.wal_dir.empty() && !cfg.wal_save.empty()) {
+    // Redis: with save points, a shutdown saves.
+    db::SnapshotInfo info;
+    std::string serr;
+    (void)TakeSnapshot(c, pt, cfg, "shutdown", &info, &serr);
+  }
   if (cfg.db_mode < 2) return;
   std::vector<std::string> names;
   std::string err;
@@ -282,6 +264,8 @@ bool ResetNone(proc::ModuleProcContext&, const std::string&) { return false; }
 void ResetNoneAll(proc::ModuleProcContext&) {}
 
 const StatExport kStats[] = {{40, &CollectStats, &ResetNone, &ResetNoneAll}};
+constexpr RespFamily kFamilies[] = {{&RegisterPersistFamily, "server"}};
+constexpr ProcExport kProcs[] = {{"persist", &PersistProcesses, &RunPersist, nullptr, nullptr}};
 
 }  // namespace
 }  // namespace modules::db_module
@@ -297,10 +281,10 @@ const ModuleExports kExports = {
     .tick = nullptr,
     .reload = nullptr,
     .destroy = nullptr,
-    .procs = {},
+    .procs = kProcs,
     .stats = kStats,
     .mi_commands = &RegisterCommands,
-    .resp_families = {},
+    .resp_families = kFamilies,
     .warm = &Warm,
     .at_stop = &AtStop,
 };

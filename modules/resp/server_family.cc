@@ -396,7 +396,30 @@ void CmdInfo(CmdCtx& c) {
     // this door. There is no AOF; SQL persistence (modules/db) is db_*.
     const proc::PersistStats& ps = e.procs->persist;
     uint32_t busy = ps.busy_pid.load() != 0 ? ps.busy_kind.load() : 0;
-    o += "# Persistence\r\nloading:0\r\nasync_loading:0\r\naof_enabled:0\r\ndb_enabled:" +
+    // Snapshots: Redis's rdb_* names (a snapshot is our RDB).
+    const proc::SnapshotStats& ss = e.procs->snap;
+    uint64_t changes = 0;
+    for (const auto& ci : cache::ListCollections(*e.ctx)) {
+      changes += ci.stats[cache::kStatStores] + ci.stats[cache::kStatRemoves] + ci.stats[cache::kStatExpired] +
+                 ci.stats[cache::kStatEvicted];
+    }
+    uint64_t base = ss.changes_at_last.load();
+    int64_t last = ss.last_at_ms.load() ? ss.last_at_ms.load() : e.procs->started_ms.load();
+    int64_t started = ss.started_ms.load();
+    o += "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:" +
+         std::to_string(changes > base ? changes - base : 0) +
+         "\r\nrdb_bgsave_in_progress:" + (started ? "1" : "0") +
+         "\r\nrdb_last_save_time:" + std::to_string(last / 1000) +
+         "\r\nrdb_last_bgsave_status:" + (ss.last_failed.load() ? "err" : "ok") +
+         "\r\nrdb_last_bgsave_time_sec:" + std::to_string(ss.snapshots.load() ? ss.last_took_ms.load() / 1000 : -1) +
+         "\r\nrdb_current_bgsave_time_sec:" + std::to_string(started ? (now - started) / 1000 : -1) +
+         "\r\nrdb_saves:" + std::to_string(ss.snapshots.load()) +
+         "\r\nrdb_last_load_keys_loaded:" + std::to_string(ss.recovered_records.load()) +
+         "\r\nsnapshot_dir:" + e.cfg->wal_dir + "\r\nsnapshot_failures:" + std::to_string(ss.failures.load()) +
+         "\r\nsnapshot_last_keys:" + std::to_string(ss.last_records.load()) +
+         "\r\nsnapshot_last_bytes:" + std::to_string(ss.last_bytes.load()) +
+         "\r\nsnapshot_recovered_ms:" + std::to_string(ss.recovered_ms.load()) +
+         "\r\naof_enabled:0\r\ndb_enabled:" +
          std::string(e.cfg->db_url.empty() ? "0" : "1") + "\r\ndb_mode:" + std::to_string(e.cfg->db_mode) +
          "\r\ndb_in_progress:" + (busy == 1 ? "save" : busy == 2 ? "load" : "none") +
          "\r\ndb_saves:" + std::to_string(ps.saves.load()) +

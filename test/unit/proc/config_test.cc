@@ -237,6 +237,10 @@ TEST(Config, UnknownKeyListsTheSection) {
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'uri' in [db] (expected one of: url, table, mode, persist_collections)",
                LoadErr("[db]\nuri = sqlite:///x\n").c_str());
+  STRCMP_EQUAL("F:2: unknown key 'fsync' in [wal] (expected one of: dir, save, snapshots_kept)",
+               LoadErr("[wal]\nfsync = always\n").c_str());
+  STRCMP_EQUAL("F:2: expected SECONDS CHANGES (two positive integers, e.g. 300 100), got '300'",
+               LoadErr("[wal]\nsave = 300\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'size' in [collection] (expected buckets, buckets_log2, load_factor, "
@@ -246,12 +250,12 @@ TEST(Config, UnknownKeyListsTheSection) {
 
 TEST(Config, UnknownSection) {
   // Refused at the header line, even with no key under it.
-  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, db, wal, secrets, collection NAME)",
                LoadErr("[memroy]\n").c_str());
-  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, db, wal, secrets, collection NAME)",
                LoadErr("[memroy]\narena_mb = 64\n").c_str());
   STRCMP_EQUAL(
-      "F:1: unknown section [collections] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
+      "F:1: unknown section [collections] (expected daemon, memory, listen, mi, db, wal, secrets, collection NAME)",
       LoadErr("[collections]\nbuckets = 64\n").c_str());
 }
 
@@ -459,7 +463,7 @@ TEST(Config, MalformedOverrides) {
   STRCMP_EQUAL("-o daemon.workers=x: expected an integer in 0..1024, got 'x'",
                OverrideErr("daemon.workers=x").c_str());
   STRCMP_EQUAL(
-      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
+      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, mi, db, wal, secrets, collection NAME)",
       OverrideErr("nosuch.key=1").c_str());
   STRCMP_EQUAL("-o collection.s.size=1: unknown key 'size' in [collection] (expected buckets, buckets_log2, "
                "load_factor, expired_events)",

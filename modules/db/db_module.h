@@ -1,0 +1,73 @@
+// perfcached — the db module's parts (modules/db): SQL persistence and snapshots.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <string>
+
+#include "cache/table.h"
+#include "db/snapshot.h"
+#include "modules/exports.h"
+#include "proc/proctable.h"
+
+namespace modules::db_module {
+
+// A claim on a one-at-a-time slot in shared memory (PersistStats::busy_pid,
+// SnapshotStats::busy_pid): the holder's pid; a dead holder's is taken over.
+class Claim {
+ public:
+  explicit Claim(std::atomic<int32_t>& slot) : slot_(slot) {
+    int32_t me = getpid();
+    for (int i = 0; i < 4 && !held_; ++i) {
+      int32_t cur = 0;
+      if (slot_.compare_exchange_strong(cur, me)) {
+        held_ = true;
+      } else if (kill(cur, 0) != 0 && errno == ESRCH) {
+        held_ = slot_.compare_exchange_strong(cur, me);  // its holder died mid-way
+      } else {
+        holder_ = cur;
+        break;
+      }
+    }
+  }
+  ~Claim() {
+    if (held_) slot_.store(0);
+  }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  bool held() const { return held_; }
+  int32_t holder() const { return holder_; }
+
+ private:
+  std::atomic<int32_t>& slot_;
+  bool held_ = false;
+  int32_t holder_ = 0;
+};
+
+// ---- snapshots (modules/db/snapshots.cc) ----------------------------------------
+// The change count the save rules compare: every collection's stores,
+// removes, expired and evicted.
+uint64_t ChangeCount(cache::Ctx& c);
+// Write a snapshot of every collection now, in this process (SAVE, the
+// persist process, the final save). `why` goes to the log. False and *err
+// (a snapshot is running; the disk; ...); the previous snapshots stay.
+bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const char* why,
+                  db::SnapshotInfo* info, std::string* err);
+// BGSAVE: have the persist process take one. False and *err when there is
+// no [wal] dir or one is running already.
+bool RequestSnapshot(proc::ProcTable* pt, const proc::Config& cfg, std::string* err);
+// At start (supervisor, before the fork): load the newest snapshot that
+// verifies, falling back to older ones; false only when none can be read
+// although some exist, or the arena cannot hold it.
+bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err);
+// The persist process: save rules and BGSAVE requests.
+int PersistProcesses(const proc::Config& cfg);
+void RunPersist(proc::ModuleProcContext& pc);
+// SAVE, BGSAVE, LASTSAVE (modules/db/persist_family.cc).
+void RegisterPersistFamily(resp::Env& e);
+
+}  // namespace modules::db_module

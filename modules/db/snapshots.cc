@@ -1,0 +1,252 @@
+// perfcached — snapshots in the daemon: SAVE / BGSAVE, save rules, the persist process, recovery.
+// Copyright (c) 2026 the perfcached authors.
+//
+// Where each step runs:
+//   recovery at start    the supervisor, before any fork (workers start warm)
+//   BGSAVE, save rules   the persist process ("pc-persist"), walking the
+//                        tables lock-free: no fork, no copy-on-write, no
+//                        worker waits
+//   SAVE                 the worker that received it (Redis's SAVE blocks;
+//                        here only that worker's clients wait)
+//   graceful stop        the supervisor, when save rules are set (Redis)
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "cache/export.h"
+#include "modules/db/db_module.h"
+#include "proc/daemon.h"
+#include "proc/log.h"
+
+namespace modules::db_module {
+namespace {
+
+int64_t WallMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool MakeDirs(const std::string& dir, std::string* err) {
+  std::string part;
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      part = dir.substr(0, i);
+      if (mkdir(part.c_str(), 0750) != 0 && errno != EEXIST) {
+        *err = "[wal] dir " + dir + ": cannot create " + part + ": " + std::strerror(errno);
+        return false;
+      }
+    }
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || access(dir.c_str(), W_OK) != 0) {
+    *err = "[wal] dir " + dir + " is not a writable directory";
+    return false;
+  }
+  return true;
+}
+
+// The save rules as (seconds, changes).
+std::vector<std::pair<int64_t, uint64_t>> Rules(const proc::Config& cfg) {
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  for (const std::string& r : cfg.wal_save) {
+    long long s = 0;
+    unsigned long long n = 0;
+    if (std::sscanf(r.c_str(), "%lld %llu", &s, &n) == 2) out.emplace_back(s, n);
+  }
+  return out;
+}
+
+}  // namespace
+
+uint64_t ChangeCount(cache::Ctx& c) {
+  uint64_t n = 0;
+  for (const auto& ci : cache::ListCollections(c)) {
+    n += ci.stats[cache::kStatStores] + ci.stats[cache::kStatRemoves] + ci.stats[cache::kStatExpired] +
+         ci.stats[cache::kStatEvicted];
+  }
+  return n;
+}
+
+bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const char* why,
+                  db::SnapshotInfo* info, std::string* err) {
+  proc::SnapshotStats& ss = pt->snap;
+  if (cfg.wal_dir.empty()) {
+    *err = "no snapshot directory: set [wal] dir";
+    return false;
+  }
+  Claim claim(ss.busy_pid);
+  if (!claim.held()) {
+    *err = "Background save already in progress (pid " + std::to_string(claim.holder()) + ")";
+    return false;
+  }
+  if (!MakeDirs(cfg.wal_dir, err)) return false;
+  int64_t t0 = WallMs();
+  ss.started_ms.store(t0);
+  uint64_t changes = ChangeCount(c);
+  // A seq above every file's and every earlier run's.
+  uint64_t seq = ss.seq.load();
+  auto files = db::ListSnapshots(cfg.wal_dir);
+  if (!files.empty() && files.front().first > seq) seq = files.front().first;
+  ++seq;
+  ss.seq.store(seq);
+  std::vector<std::string> names;
+  for (const auto& ci : cache::ListCollections(c)) names.push_back(ci.name);
+  bool ok = db::WriteSnapshot(c, cfg.wal_dir, seq, names, info, err);
+  int64_t took = WallMs() - t0;
+  ss.started_ms.store(0);
+  ss.last_failed.store(ok ? 0 : 1);
+  if (!ok) {
+    ss.failures.fetch_add(1);
+    LOG_ERR("snapshot (%s) failed after %lld ms: %s; the previous snapshots stay", why,
+            static_cast<long long>(took), err->c_str());
+    return false;
+  }
+  ss.snapshots.fetch_add(1);
+  ss.last_at_ms.store(WallMs());
+  ss.last_took_ms.store(took);
+  ss.last_records.store(info->records);
+  ss.last_bytes.store(info->file_bytes);
+  ss.changes_at_last.store(changes);
+  int pruned = db::PruneSnapshots(cfg.wal_dir, cfg.wal_snapshots_kept);
+  LOG_NOTICE("snapshot (%s): %llu key(s) of %llu collection(s), %llu bytes (%llu before zstd) in %lld ms: %s%s",
+             why, static_cast<unsigned long long>(info->records), static_cast<unsigned long long>(info->collections),
+             static_cast<unsigned long long>(info->file_bytes), static_cast<unsigned long long>(info->raw_bytes),
+             static_cast<long long>(took), info->path.c_str(),
+             pruned ? (", " + std::to_string(pruned) + " old file(s) removed").c_str() : "");
+  return true;
+}
+
+bool RequestSnapshot(proc::ProcTable* pt, const proc::Config& cfg, std::string* err) {
+  proc::SnapshotStats& ss = pt->snap;
+  if (cfg.wal_dir.empty()) {
+    *err = "no snapshot directory: set [wal] dir";
+    return false;
+  }
+  int32_t busy = ss.busy_pid.load();
+  bool pending = ss.requests.load() != ss.handled.load() || ss.started_ms.load() != 0;  // asked, or running
+  if (pending || (busy != 0 && (kill(busy, 0) == 0 || errno != ESRCH))) {
+    *err = "Background save already in progress";
+    return false;
+  }
+  ss.requests.fetch_add(1);
+  return true;
+}
+
+bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err) {
+  if (cfg.wal_dir.empty()) return true;
+  if (!MakeDirs(cfg.wal_dir, err)) return false;
+  proc::SnapshotStats& ss = pt->snap;
+  auto files = db::ListSnapshots(cfg.wal_dir);
+  if (!files.empty()) ss.seq.store(files.front().first);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& path = files[i].second;
+    db::SnapshotInfo info;
+    std::string why;
+    int64_t t0 = WallMs();
+    // Verify the whole file first: a damaged one is not half loaded.
+    if (!db::ReadSnapshot(path, {}, &info, &why)) {
+      LOG_ERR("snapshot %s is damaged (%s): %s", path.c_str(), why.c_str(),
+              i + 1 < files.size() ? "falling back to the previous one" : "no older snapshot: starting empty");
+      continue;
+    }
+    uint64_t loaded = 0, expired = 0;
+    std::string cur;
+    cache::TableRef t;
+    bool have = false, full = false;
+    bool ok = db::ReadSnapshot(path, [&](std::string_view coll, const cache::Entry& e) {
+      if (!have || coll != cur) {
+        cur.assign(coll);
+        have = cache::OpenCollection(c, cur, &t) == mem::Status::kOk;
+        if (!have && cache::CreateCollection(c, cur, cache::CollectionOptions{}, &t) == mem::Status::kOk) {
+          LOG_NOTICE("snapshot: collection '%s' is not configured: made it (as allow_create would)", cur.c_str());
+          have = true;
+        }
+      }
+      if (!have) return true;
+      std::string ierr;
+      mem::Status s = cache::ImportEntry(c, t, e, &ierr);
+      if (s == mem::Status::kOk) {
+        ++loaded;
+      } else if (s == mem::Status::kNotFound) {
+        ++expired;
+      } else if (s == mem::Status::kNoMem) {
+        full = true;
+        return false;
+      }
+      return true;
+    }, &info, &why);
+    if (full) {
+      *err = "snapshot " + path + " does not fit the arena (" + std::to_string(loaded) + " of " +
+             std::to_string(info.records) + " keys loaded): raise [memory] arena_mb / arena_cap_mb";
+      return false;
+    }
+    if (!ok) {
+      // The file changed under us after verifying: say so and stop here.
+      *err = "snapshot " + path + ": " + why;
+      return false;
+    }
+    ss.recovered_records.store(loaded);
+    ss.recovered_ms.store(WallMs() - t0);
+    ss.recovered_seq.store(info.seq);
+    ss.last_at_ms.store(info.finished_ms);  // LASTSAVE after a restart: the snapshot's time
+    ss.changes_at_last.store(ChangeCount(c));
+    LOG_NOTICE("recovered %llu key(s) from snapshot %s (taken %lld s ago; %llu expired since) in %lld ms%s",
+               static_cast<unsigned long long>(loaded), path.c_str(),
+               static_cast<long long>((WallMs() - info.finished_ms) / 1000), static_cast<unsigned long long>(expired),
+               static_cast<long long>(WallMs() - t0), i ? " (a newer snapshot was damaged)" : "");
+    return true;
+  }
+  if (!files.empty()) {
+    *err = "none of the " + std::to_string(files.size()) + " snapshot(s) in " + cfg.wal_dir +
+           " can be read (see above); move them away to start empty";
+    return false;
+  }
+  LOG_NOTICE("no snapshot in %s: starting empty", cfg.wal_dir.c_str());
+  return true;
+}
+
+int PersistProcesses(const proc::Config& cfg) { return cfg.wal_dir.empty() ? 0 : 1; }
+
+void RunPersist(proc::ModuleProcContext& pc) {
+  proc::SnapshotStats& ss = pc.procs->snap;
+  int64_t last_try = 0;
+  while (!proc::StopRequested()) {
+    if (pc.tick) pc.tick();
+    const proc::Config& cfg = *pc.cfg;
+    int64_t now = WallMs();
+    uint64_t req = ss.requests.load(), handled = ss.handled.load();
+    const char* why = nullptr;
+    std::string rule;
+    if (req != handled) {
+      why = "BGSAVE";
+      ss.started_ms.store(now);  // "in progress" from the moment the request is taken
+      ss.handled.store(req);
+    } else if (now - last_try >= 5000 || ss.last_failed.load() == 0) {
+      // A rule: SECONDS since the last good snapshot and CHANGES since.
+      // After a failure, rules retry every 5 s (Redis: CONFIG_BGSAVE_RETRY_DELAY).
+      uint64_t changes = ChangeCount(*pc.ctx), base = ss.changes_at_last.load();
+      if (changes < base) ss.changes_at_last.store(base = changes);  // statistics were reset
+      int64_t since = ss.last_at_ms.load() ? now - ss.last_at_ms.load() : now - pc.procs->started_ms.load();
+      for (const auto& [secs, n] : Rules(cfg)) {
+        if (changes - base >= n && since >= secs * 1000) {
+          rule = std::to_string(n) + " change(s) in " + std::to_string(secs) + " s";
+          why = rule.c_str();
+          break;
+        }
+      }
+    }
+    if (why) {
+      last_try = now;
+      db::SnapshotInfo info;
+      std::string err;
+      (void)TakeSnapshot(*pc.ctx, pc.procs, cfg, why, &info, &err);
+      ss.started_ms.store(0);
+    }
+    usleep(100 * 1000);
+  }
+}
+
+}  // namespace modules::db_module

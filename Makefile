@@ -45,17 +45,20 @@ include net/Makefile.inc
 include modules/Makefile.inc
 include daemon/Makefile.inc
 include mi/Makefile.inc
+include db/Makefile.inc
 
 ENGINE_SRCS := $(MEM_SRCS) $(CACHE_SRCS)
 ENGINE_OBJS := $(ENGINE_SRCS:%.cc=$(BUILD)/%.o)
-DAEMON_SRCS := $(PROC_SRCS) $(NET_SRCS) $(MI_SRCS) $(MODULES_SRCS)
+DAEMON_SRCS := $(PROC_SRCS) $(NET_SRCS) $(MI_SRCS) $(DB_SRCS) $(MODULES_SRCS)
 DAEMON_OBJS := $(DAEMON_SRCS:%.cc=$(BUILD)/%.o)
 DAEMON_LIB := $(BUILD)/libperfdaemon.a
 DAEMON_BIN := bin/perfcached
 CLI_BIN := bin/perfcli
 EVENT_LIBS := $(shell pkg-config --libs libevent_core libevent_extra 2>/dev/null || echo -levent_core -levent_extra) \
               $(shell pkg-config --libs libsodium 2>/dev/null || echo -lsodium) \
-              $(shell pkg-config --libs tinyxml2 2>/dev/null || echo -ltinyxml2)
+              $(shell pkg-config --libs tinyxml2 2>/dev/null || echo -ltinyxml2) \
+              $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3) \
+              $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
 UNIT_SRCS := $(wildcard test/unit/*.cc test/unit/*/*.cc test/unit/*/*/*.cc)
 UNIT_OBJS := $(UNIT_SRCS:%.cc=$(BUILD)/%.o)
 SOAK_OBJS := $(BUILD)/test/soak/engine_soak.o
@@ -179,7 +182,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event xmlrpc reload
+FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -213,6 +216,10 @@ $(BUILD)/fuzz/reload_fuzz: test/fuzz/reload_fuzz.cc proc/reload.cc proc/reload.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/reload_fuzz.cc proc/reload.cc proc/config.cc proc/secret.cc proc/log.cc -lsodium
+$(BUILD)/fuzz/export_fuzz: test/fuzz/export_fuzz.cc $(ENGINE_SRCS) db/backend.cc cache/export.h db/backend.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/export_fuzz.cc $(ENGINE_SRCS) db/backend.cc
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

@@ -1013,6 +1013,7 @@ Status Dict::Commit() {
   o.check_version = true;
   o.expect_version = version_;
   o.keep_ttl = !replace_;
+  if (replace_) o.expire_ms = replace_expire_ms_;
   o.shallow_old = !replace_;
   Status s = Set(c_, t_, key_, out, o);
   if (s != Status::kOk) return s;

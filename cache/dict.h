@@ -92,6 +92,11 @@ class Dict {
   uint64_t size() const;
   DictEnc encoding() const { return enc_; }
   int64_t expire_ms() const { return expire_ms_; }
+  // The record's version at Load (0 = absent).
+  uint64_t version() const { return version_; }
+  // After LoadForReplace: the expiry the published value takes (absolute
+  // ms, 0 = never; an import publishes value and TTL in one swap).
+  void SetReplaceExpire(int64_t ms) { replace_expire_ms_ = ms; }
 
   bool Find(std::string_view field, std::string* value = nullptr);
   // Stage: insert or replace; returns true when the field is new.
@@ -155,6 +160,7 @@ class Dict {
   bool torn_ = false;
   bool committed_ = false;
   bool replace_ = false;
+  int64_t replace_expire_ms_ = 0;
   bool alloc_failed_ = false;
   bool locked_ = false;
   detail::KeyLock klock_;

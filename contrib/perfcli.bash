@@ -14,11 +14,12 @@
 # checks that the list and a running daemon's `which` agree).
 _perfcli_static_commands="arg core:arg core:get_statistics core:help core:kill core:list_statistics
 core:log_level core:mem_shm_dump core:perf_automove core:perf_maxmemory core:ps core:pwd
-core:reset_all_statistics core:reset_statistics core:uptime core:version core:which event_subscribe
+core:reset_all_statistics core:reset_statistics core:uptime core:version core:which db:perf_load
+db:perf_save db:perf_sync event_subscribe
 events_list evi:event_subscribe evi:events_list evi:subscribers_list get_statistics help kill
 list_statistics log_level mem:shm_dump mem_shm_dump perf_automove perf_check perf_collections
-perf_create perf_del perf_drop perf_dump perf_get perf_keys perf_maxmemory perf_probe perf_rename
-perf_resize perf_scan perf_set perf_stats perf_stats_reset perf_ttl perfcached:perf_check
+perf_create perf_del perf_drop perf_dump perf_get perf_keys perf_load perf_maxmemory perf_probe perf_rename
+perf_resize perf_save perf_scan perf_set perf_stats perf_stats_reset perf_sync perf_ttl perfcached:perf_check
 perfcached:perf_collections perfcached:perf_create perfcached:perf_del perfcached:perf_drop
 perfcached:perf_dump perfcached:perf_get perfcached:perf_keys perfcached:perf_probe
 perfcached:perf_rename perfcached:perf_resize perfcached:perf_scan perfcached:perf_set

@@ -12,9 +12,12 @@ extern const ModuleExports kExports;
 namespace mi_door {
 extern const ModuleExports kExports;
 }
+namespace db_module {
+extern const ModuleExports kExports;
+}
 
 std::span<const ModuleExports* const> AllModules() {
-  static const ModuleExports* const kAll[] = {&resp::kExports, &mi_door::kExports};
+  static const ModuleExports* const kAll[] = {&resp::kExports, &mi_door::kExports, &db_module::kExports};
   return kAll;
 }
 
@@ -91,6 +94,29 @@ proc::DaemonHooks HooksFromModules(const proc::Config& cfg) {
     }
     return true;
   };
+  bool any_warm = false, any_stop = false;
+  for (const ModuleExports* m : mods) {
+    any_warm |= m->warm != nullptr;
+    any_stop |= m->at_stop != nullptr;
+  }
+  if (any_warm) {
+    h.warm = [mods, c](cache::Ctx& ctx, proc::ProcTable* pt, std::string* err) {
+      for (const ModuleExports* m : mods) {
+        if (m->warm && !m->warm(ctx, pt, *c, err)) {
+          *err = std::string(m->name) + ": " + *err;
+          return false;
+        }
+      }
+      return true;
+    };
+  }
+  if (any_stop) {
+    h.at_stop = [mods, c](cache::Ctx& ctx, proc::ProcTable* pt) {
+      for (const ModuleExports* m : mods) {
+        if (m->at_stop) m->at_stop(ctx, pt, *c);
+      }
+    };
+  }
   h.close_doors = [started, c]() {
     for (size_t i = started.size(); i-- > 0;) {
       if (started[i]->close_doors) started[i]->close_doors(*c);

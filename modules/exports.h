@@ -79,6 +79,10 @@ struct ModuleExports {
   std::span<const StatExport> stats;
   void (*mi_commands)(mi::Registry& r, proc::ModuleProcContext& pc);
   std::span<const RespFamily> resp_families;
+  // Supervisor, collections made, before any fork: fill them (a start-up
+  // load); false is fatal. And after a graceful stop: a final save.
+  bool (*warm)(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err) = nullptr;
+  void (*at_stop)(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg) = nullptr;
 };
 
 // Every module of this build, in start order.

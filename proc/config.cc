@@ -132,6 +132,29 @@ bool NoHash(std::string* e) {
         [](Config& to, const Config& from) { to.field = from.field; }                  \
   }
 
+}  // namespace
+
+// A database url with its password masked (postgres://u:***@h/db,
+// password=***): what -E, MI `config` and the log show.
+std::string MaskDbUrl(const std::string& url) {
+  std::string out = url;
+  size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    size_t at = out.find('@', scheme + 3), colon = out.find(':', scheme + 3);
+    if (at != std::string::npos && colon != std::string::npos && colon < at) {
+      out = out.substr(0, colon + 1) + "***" + out.substr(at);
+    }
+  }
+  size_t pw = out.find("password=");
+  if (pw != std::string::npos) {
+    size_t end = out.find('&', pw);
+    out.replace(pw + 9, (end == std::string::npos ? out.size() : end) - pw - 9, "***");
+  }
+  return out;
+}
+
+namespace {
+
 // A row a running daemon takes on SIGHUP (proc/reload.h); README.md
 // "Reloading the configuration" lists these rows.
 ParamSpec Reloads(ParamSpec p) {
@@ -205,6 +228,21 @@ const ParamSpec kParams[] = {
             "MI XML-RPC door host:port (OpenSIPS mi_xmlrpc_ng; a bare port is 127.0.0.1); empty = off; "
             "off loopback it needs [secrets] http"),
     STR_ROW("mi", xmlrpc_root, mi_xmlrpc_root, "URL path of the XML-RPC door: POST /<xmlrpc_root>"),
+    ParamSpec{"db", "url", ParamType::kString,
+              "SQL database for perf_save / perf_load: sqlite:///var/lib/perfcached/cache.db or "
+              "postgres://user@host/db (a password in it is masked in -E and MI); empty = off",
+              [](Config& c, std::string_view v, std::string*) {
+                c.db_url.assign(v);
+                return true;
+              },
+              [](const Config& c) { return MaskDbUrl(c.db_url); },
+              [](Config& to, const Config& from) { to.db_url = from.db_url; }},
+    STR_ROW("db", table, db_table, "table holding the persisted rows (created when missing)"),
+    INT_ROW("db", mode, db_mode, 0, 2,
+            "0 = MI only (perf_save / perf_load), 1 = load at start, 2 = load at start + save at a graceful stop"),
+    LIST_ROW("db", persist_collections, persist_collections, ParamType::kList,
+             "collections db mode 1 / 2 loads and saves, and perf_save / perf_load without an argument "
+             "(empty = every collection)"),
     Reloads(LIST_ROW("secrets", resp, resp_secrets, ParamType::kSecret,
              "AUTH password(s); several lines rotate (any matches)")),
     Reloads(LIST_ROW("secrets", http, http_tokens, ParamType::kSecret,
@@ -264,7 +302,7 @@ bool SetKey(Config* c, std::string_view section, std::string_view key, std::stri
   }
   if (!section_known) {
     *err = "unknown section [" + std::string(section) +
-           "] (expected daemon, memory, listen, mi, secrets, collection NAME)";
+           "] (expected daemon, memory, listen, mi, db, secrets, collection NAME)";
   } else {
     *err = "unknown key '" + std::string(key) + "' in [" + std::string(section) +
            "] (expected one of: " + known + ")";
@@ -323,9 +361,9 @@ bool LoadConfigFile(const std::string& path, Config* c, std::string* err) {
       if (section.rfind("collection ", 0) == 0) {
         DeclareCollection(c, section, line);
       } else if (section != "daemon" && section != "memory" && section != "listen" &&
-                 section != "mi" && section != "secrets") {
+                 section != "mi" && section != "db" && section != "secrets") {
         *err = path + ":" + std::to_string(line) + ": unknown section [" + section +
-               "] (expected daemon, memory, listen, mi, secrets, collection NAME)";
+               "] (expected daemon, memory, listen, mi, db, secrets, collection NAME)";
         return false;
       }
       continue;
@@ -722,6 +760,43 @@ bool FinishConfig(Config* c, std::string* err) {
       *err = Where(*c, tcp[j].key) + tcp[j].label + " = " + *tcp[j].addr + " is the " + tcp[i].name +
              "'s address (" + tcp[i].short_key + " = " + *tcp[i].addr + "): give the " + tcp[j].name +
              " its own port";
+      return false;
+    }
+  }
+  // [db]: the url's scheme (db/backend.h parses the rest when it opens),
+  // a table name that can be spliced into SQL, a mode that has a url, and
+  // collections that exist.
+  if (!c->db_url.empty()) {
+    bool sqlite = c->db_url.rfind("sqlite://", 0) == 0;
+    bool pg = c->db_url.rfind("postgres://", 0) == 0 || c->db_url.rfind("postgresql://", 0) == 0;
+    if ((!sqlite && !pg) || (sqlite && c->db_url.size() == 9)) {
+      *err = Where(*c, "db.url") + "[db] url: expected sqlite:///path/file.db or postgres://user@host/db, got '" +
+             MaskDbUrl(c->db_url) + "'";
+      return false;
+    }
+  }
+  {
+    const std::string& t = c->db_table;
+    bool ok = !t.empty() && t.size() <= 63 && !(t[0] >= '0' && t[0] <= '9') &&
+              t.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                  std::string::npos;
+    if (!ok) {
+      *err = Where(*c, "db.table") + "[db] table: expected an SQL name (letters, digits, _; 1..63, not "
+             "starting with a digit), got '" + t + "'";
+      return false;
+    }
+  }
+  if (c->db_mode != 0 && c->db_url.empty()) {
+    *err = Where(*c, "db.mode") + "[db] mode = " + std::to_string(c->db_mode) +
+           " needs [db] url (the database to load from" + (c->db_mode == 2 ? " and save to)" : ")");
+    return false;
+  }
+  for (const auto& name : c->persist_collections) {
+    bool found = false;
+    for (const auto& cc : c->collections) found |= cc.name == name;
+    if (!found) {
+      *err = WhereItem(*c, "db.persist_collections", name) + "[db] persist_collections: no collection '" + name +
+             "'";
       return false;
     }
   }

@@ -73,6 +73,11 @@ struct Config {
   std::string mi_datagram = "/run/perfcached/perfcached_mi.sock";  // empty = off
   std::string mi_xmlrpc;                // XML-RPC door host:port (mi_xmlrpc_ng); empty = off
   std::string mi_xmlrpc_root = "RPC2";  // its URL path: POST /RPC2 (mi_xmlrpc_ng's http_root)
+  // [db] SQL persistence (db/, modules/db): perf_save / perf_load
+  std::string db_url;                           // sqlite:///path.db | postgres://...; empty = off
+  std::string db_table = "perfcached";
+  int db_mode = 0;                              // 0 MI only, 1 load at start, 2 + save at graceful stop
+  std::vector<std::string> persist_collections; // what mode 1/2 loads and saves (empty = every collection)
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
   std::vector<std::string> http_tokens;      // HTTP and XML-RPC bearer tokens (when set: required on every request)
@@ -162,6 +167,10 @@ bool ParseMemSize(std::string_view s, int64_t* out);
 // "normal 128mb 0 0 pubsub 32mb 8mb 60" (any of the classes; replica is accepted and ignored).
 bool ParseOutputLimits(std::string_view s, Config* c, std::string* err);
 std::string FormatOutputLimits(const Config& c);
+
+// A database url with its password masked ("postgres://u:***@h/db",
+// "password=***"): for -E, MI and logs.
+std::string MaskDbUrl(const std::string& url);
 
 // "host:port" -> parts. Accepts "[v6]:port" and "port" (127.0.0.1).
 bool ParseHostPort(std::string_view s, std::string* host, int* port);

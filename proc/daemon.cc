@@ -551,8 +551,7 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
   if (getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<uint64_t>(WallMs());
   (void)cache::InitCatalog(*a, seed);
   cache::Ctx ctx(*a, 0);
-  notify.Status("creating " + std::to_string(cfg.collections.size()) +
-                " collection(s) (nothing to load: no persistence yet)");
+  notify.Status("creating " + std::to_string(cfg.collections.size()) + " collection(s)");
   for (const auto& cc : cfg.collections) {
     cache::CollectionOptions co;
     co.buckets = cc.buckets;
@@ -578,6 +577,15 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
   // The settings CONFIG SET (and a reload) change live: in the process
   // table and the catalog.
   StoreSharedSettings(cfg, nullptr, pt, ctx);
+  if (hooks.warm) {
+    // The start-up load (modules/db): before any fork, so every worker
+    // starts with the data and no client ever sees a half-loaded cache.
+    notify.Status("loading data");
+    if (!hooks.warm(ctx, pt, &err)) {
+      LOG_ERR("%s", err.c_str());
+      return 1;
+    }
+  }
   // Event channels: one datagram socketpair per worker, made before any
   // fork so that only the daemon's own processes hold a write end.
   std::vector<int> ev_read, ev_write;
@@ -913,6 +921,14 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
   }
   for (int fd : ev_read) close(fd);
   for (int fd : ev_write) close(fd);
+  if (hooks.at_stop) {
+    // A child killed on the way out (the 10 s deadline) may have held a
+    // lock: repair before the final save walks the table.
+    uint32_t r = cache::RepairDead(ctx);
+    if (r) LOG_NOTICE("repaired %u lock(s)/slot(s) before the final save", r);
+    notify.Status("saving data");
+    hooks.at_stop(ctx, pt);
+  }
   LOG_NOTICE("stopped");
   notify.Status("stopped");
   return 0;

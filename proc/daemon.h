@@ -77,6 +77,13 @@ struct DaemonHooks {
   std::function<bool(std::vector<int>* module_fds, std::string* err)> open_doors;
   // Supervisor, after every child is gone: close them and remove the paths.
   std::function<void()> close_doors;
+  // Supervisor, once the collections exist and before anything forks:
+  // fill them (SQL load at start, db mode 1 / 2), so workers start warm.
+  // False is fatal (*err says why). May be empty.
+  std::function<bool(cache::Ctx&, ProcTable*, std::string* err)> warm;
+  // Supervisor, after every child of a graceful stop is gone (their
+  // locks repaired): the final save (db mode 2). May be empty.
+  std::function<void(cache::Ctx&, ProcTable*)> at_stop;
 };
 
 struct DaemonOptions {

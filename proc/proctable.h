@@ -59,6 +59,29 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::is_standard_layout_v<ReloadArea>);
 static_assert(offsetof(ReloadArea, bytes) == 16 && sizeof(ReloadArea) == 16 + kReloadBytes);
 
+// SQL persistence (modules/db): one save or load at a time, claimed by
+// busy_pid (the supervisor's at start and stop, the MI process's on
+// demand; a dead claimer's pid is taken over). Its writer stores, INFO,
+// MI and /metrics read.
+//
+//   0 saves  8 save_failures  16 loads  24 load_failures  32 rows_saved
+//   40 rows_loaded  48 rows_expired  56 rows_bad  64 last_save_at_ms
+//   72 last_save_took_ms  80 last_save_rows  88 last_load_at_ms
+//   96 last_load_took_ms  104 last_load_rows  112 busy_pid  116 busy_kind
+//   120 last_save_failed  124 pad
+struct PersistStats {
+  std::atomic<uint64_t> saves, save_failures, loads, load_failures;
+  std::atomic<uint64_t> rows_saved, rows_loaded, rows_expired, rows_bad;
+  std::atomic<int64_t> last_save_at_ms, last_save_took_ms, last_save_rows;  // wall ms, ms, rows
+  std::atomic<int64_t> last_load_at_ms, last_load_took_ms, last_load_rows;
+  std::atomic<int32_t> busy_pid;    // 0 = idle
+  std::atomic<uint32_t> busy_kind;  // 1 saving, 2 loading
+  std::atomic<uint32_t> last_save_failed;  // 1 when the last save did not commit
+  uint32_t pad;
+};
+static_assert(sizeof(PersistStats) == 128);
+static_assert(offsetof(PersistStats, busy_pid) == 112 && offsetof(PersistStats, last_save_failed) == 120);
+
 struct ProcTable {
   uint32_t count;                  // entries in use
   uint32_t pad[10];
@@ -84,6 +107,7 @@ struct ProcTable {
   std::atomic<int64_t> live_query_buf;
   std::atomic<int64_t> live_output[2][3];  // class (normal, pubsub) x (hard, soft, seconds)
   ReloadArea reload;               // SIGHUP: the reloadable settings (proc/reload.h)
+  PersistStats persist;            // SQL persistence (modules/db)
 };
 static_assert(offsetof(ProcTable, e) % 64 == 0);
 

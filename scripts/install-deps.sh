@@ -17,11 +17,12 @@ PKGS=(
   systemd                      # systemd-analyze: test_systemd verifies the unit (PID 1 is not changed)
   dpkg-dev debhelper fakeroot build-essential lintian adduser   # make deb (dpkg-buildpackage -b, dh 13), lintian; test_deb installs the .debs
   kamailio kamailio-redis-modules rtpengine-daemon
+  libpq-dev postgresql         # [db] url = postgres://...: the backend and the server test_db starts
 )
 # Packages whose maintainer scripts start a system service on install. The
 # tests start their own (foreground, loopback, temp dirs) and must never
 # depend on, or collide with, a system one.
-SERVICES=(redis-server kamailio rtpengine-daemon)
+SERVICES=(redis-server kamailio rtpengine-daemon postgresql)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -391,6 +391,27 @@ void CmdInfo(CmdCtx& c) {
          "\r\nautomove_moved:" + std::to_string(am.moved) +
          "\r\nautomove_pages_freed:" + std::to_string(am.pages_freed) + "\r\n\r\n";
   }
+  if (on("persistence")) {
+    // Workers serve only after the start-up load: loading is always 0 on
+    // this door. There is no AOF; SQL persistence (modules/db) is db_*.
+    const proc::PersistStats& ps = e.procs->persist;
+    uint32_t busy = ps.busy_pid.load() != 0 ? ps.busy_kind.load() : 0;
+    o += "# Persistence\r\nloading:0\r\nasync_loading:0\r\naof_enabled:0\r\ndb_enabled:" +
+         std::string(e.cfg->db_url.empty() ? "0" : "1") + "\r\ndb_mode:" + std::to_string(e.cfg->db_mode) +
+         "\r\ndb_in_progress:" + (busy == 1 ? "save" : busy == 2 ? "load" : "none") +
+         "\r\ndb_saves:" + std::to_string(ps.saves.load()) +
+         "\r\ndb_save_failures:" + std::to_string(ps.save_failures.load()) +
+         "\r\ndb_last_save_status:" + (ps.last_save_failed.load() ? "err" : "ok") +
+         "\r\ndb_last_save_time:" + std::to_string(ps.last_save_at_ms.load() / 1000) +
+         "\r\ndb_last_save_rows:" + std::to_string(ps.last_save_rows.load()) +
+         "\r\ndb_last_save_ms:" + std::to_string(ps.last_save_took_ms.load()) +
+         "\r\ndb_loads:" + std::to_string(ps.loads.load()) +
+         "\r\ndb_load_failures:" + std::to_string(ps.load_failures.load()) +
+         "\r\ndb_last_load_rows:" + std::to_string(ps.last_load_rows.load()) +
+         "\r\ndb_last_load_ms:" + std::to_string(ps.last_load_took_ms.load()) +
+         "\r\ndb_rows_expired:" + std::to_string(ps.rows_expired.load()) +
+         "\r\ndb_rows_skipped:" + std::to_string(ps.rows_bad.load()) + "\r\n\r\n";
+  }
   if (on("stats")) {
     uint64_t hits = 0, misses = 0, expired = 0, evicted = 0;
     for (const auto& ci : cache::ListCollections(*e.ctx)) {

@@ -297,10 +297,15 @@ INFO_EXACT = {b"redis_mode", b"arch_bits", b"maxmemory_policy", b"evicted_keys",
 INFO_EXTRA = {b"perfcached_version", b"worker_pid", b"arena_committed", b"arena_tier",
               b"arena_large_objects", b"arena_nomem_events", b"arena_groups_bytes", b"arena_cap",
               b"automove", b"automove_passes", b"automove_moved", b"automove_pages_freed",
+              # SQL persistence (modules/db):
+              b"db_enabled", b"db_mode", b"db_in_progress", b"db_saves", b"db_save_failures",
+              b"db_last_save_status", b"db_last_save_time", b"db_last_save_rows", b"db_last_save_ms",
+              b"db_loads", b"db_load_failures", b"db_last_load_rows", b"db_last_load_ms",
+              b"db_rows_expired", b"db_rows_skipped",
               # Redis 7.2's (Debian's redis-server is 7.0):
               b"client_query_buffer_limit_disconnections",
               b"client_output_buffer_limit_disconnections"}
-INFO_SECTIONS = {b"server", b"clients", b"memory", b"stats", b"replication",
+INFO_SECTIONS = {b"server", b"clients", b"memory", b"persistence", b"stats", b"replication",
                  b"keyspace"}  # what perfcached has
 
 

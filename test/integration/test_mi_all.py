@@ -2,6 +2,8 @@
 # Copyright (c) 2026 the perfcached authors.
 import http.client
 import json
+import shutil
+import tempfile
 import os
 import subprocess
 import unittest
@@ -23,6 +25,9 @@ CALLS = [
     ("arg", [], lambda r: "-D" in r),
     ("log_level", [], lambda r: "Log level" in r),
     ("perf_maxmemory", [], lambda r: r["policy"] == "noeviction" and r["used_memory"] > 0),
+    ("perf_save", [], lambda r: r["collections"] == 16 and r["saved"] >= 0 and r["ms"] >= 0),
+    ("perf_load", [], lambda r: r["collections"] == 16 and r["loaded"] >= 0 and r["expired"] >= 0),
+    ("perf_sync", [], lambda r: r["broadcast"] == 0 and "no cluster" in r["note"]),
     ("perf_automove", [], lambda r: r["enabled"] == "yes" and r["active"] in ("yes", "no") and r["passes"] >= 0),
     ("mem_shm_dump", [], lambda r: r["used_bytes"] > 0),
     ("get_statistics", [["perfcached:"]], lambda r: "perfcached:entries" in r),
@@ -74,8 +79,10 @@ class EveryCommandEveryTransport(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.http_port = free_port()
+        cls.dbdir = tempfile.mkdtemp(prefix="perfcached-mi-db-")
         cls.d = Daemon(workers=1, overrides=("listen.http=127.0.0.1:%d" % cls.http_port,
-                                             "daemon.allow_create=yes"))
+                                             "daemon.allow_create=yes",
+                                             "db.url=sqlite://%s/mi.db" % cls.dbdir))
         wait_for_path(cls.d.fifo)
         wait_for_path(os.path.join(cls.d.workdir, "mi.sock"))
         cls.t = Transport(cls.d, cls.http_port)
@@ -83,6 +90,7 @@ class EveryCommandEveryTransport(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         assert cls.d.stop() == 0
+        shutil.rmtree(cls.dbdir, ignore_errors=True)
 
     def call(self, transport, method, params):
         req = json.dumps({"jsonrpc": "2.0", "id": "1", "method": method, "params": params}).encode()

@@ -24,7 +24,10 @@ TEST_GROUP(Exports){};
 TEST(Exports, EveryModuleIsListed) {
   CHECK(Find("resp") != nullptr);
   CHECK(Find("mi") != nullptr);
-  CHECK_EQUAL(2u, modules::AllModules().size());
+  CHECK(Find("db") != nullptr);
+  CHECK_EQUAL(3u, modules::AllModules().size());
+  // The db module fills the collections before the fork and saves at the stop.
+  CHECK(Find("db")->warm != nullptr && Find("db")->at_stop != nullptr);
   // The RESP module has per-worker state; the MI module owns a process.
   CHECK(Find("resp")->child_init != nullptr);
   CHECK_EQUAL(1u, Find("mi")->procs.size());

@@ -235,6 +235,8 @@ TEST(Config, UnknownKeyListsTheSection) {
                "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples, lfu_log_factor, lfu_decay_time, "
                "automove, automove_buckets)",
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
+  STRCMP_EQUAL("F:2: unknown key 'uri' in [db] (expected one of: url, table, mode, persist_collections)",
+               LoadErr("[db]\nuri = sqlite:///x\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'size' in [collection] (expected buckets, buckets_log2, load_factor, "
@@ -244,12 +246,12 @@ TEST(Config, UnknownKeyListsTheSection) {
 
 TEST(Config, UnknownSection) {
   // Refused at the header line, even with no key under it.
-  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, secrets, collection NAME)",
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
                LoadErr("[memroy]\n").c_str());
-  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, secrets, collection NAME)",
+  STRCMP_EQUAL("F:1: unknown section [memroy] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
                LoadErr("[memroy]\narena_mb = 64\n").c_str());
   STRCMP_EQUAL(
-      "F:1: unknown section [collections] (expected daemon, memory, listen, mi, secrets, collection NAME)",
+      "F:1: unknown section [collections] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
       LoadErr("[collections]\nbuckets = 64\n").c_str());
 }
 
@@ -457,7 +459,7 @@ TEST(Config, MalformedOverrides) {
   STRCMP_EQUAL("-o daemon.workers=x: expected an integer in 0..1024, got 'x'",
                OverrideErr("daemon.workers=x").c_str());
   STRCMP_EQUAL(
-      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, mi, secrets, collection NAME)",
+      "-o nosuch.key=1: unknown section [nosuch] (expected daemon, memory, listen, mi, db, secrets, collection NAME)",
       OverrideErr("nosuch.key=1").c_str());
   STRCMP_EQUAL("-o collection.s.size=1: unknown key 'size' in [collection] (expected buckets, buckets_log2, "
                "load_factor, expired_events)",

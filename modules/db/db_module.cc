@@ -1,0 +1,307 @@
+// perfcached — the db module: SQL persistence (perf_save, perf_load, perf_sync, db mode 1 / 2).
+// Copyright (c) 2026 the perfcached authors.
+//
+// The cachedb_perf model over db/: whole collections saved to and loaded
+// from one SQL table. Where each step runs:
+//   start (db mode 1, 2)   the supervisor, before any fork: workers start warm
+//   perf_save / perf_load  the MI process (its own connection, walking the
+//                          table lock-free: data traffic never waits)
+//   graceful stop (mode 2) the supervisor, after every child is gone
+// One save or load runs at a time (proc::PersistStats::busy_pid).
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <vector>
+
+#include "db/backend.h"
+#include "db/persist.h"
+#include "mi/mi.h"
+#include "modules/exports.h"
+#include "proc/log.h"
+#include "proc/proctable.h"
+
+namespace modules::db_module {
+namespace {
+
+using mi::Json;
+using mi::Params;
+
+int64_t WallMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+void Store(std::atomic<int64_t>& v, int64_t x) { v.store(x, std::memory_order_relaxed); }
+void Add(std::atomic<uint64_t>& v, uint64_t x) { v.fetch_add(x, std::memory_order_relaxed); }
+
+// The claim on the one save-or-load slot; a dead claimer's is taken over.
+class Claim {
+ public:
+  Claim(proc::PersistStats& ps, uint32_t kind) : ps_(ps) {
+    int32_t me = getpid();
+    for (int i = 0; i < 4 && !held_; ++i) {
+      int32_t cur = 0;
+      if (ps_.busy_pid.compare_exchange_strong(cur, me)) {
+        held_ = true;
+      } else if (kill(cur, 0) != 0 && errno == ESRCH) {
+        held_ = ps_.busy_pid.compare_exchange_strong(cur, me);  // its owner died mid-way
+      } else {
+        holder_ = cur;
+        break;
+      }
+    }
+    if (held_) ps_.busy_kind.store(kind);
+  }
+  ~Claim() {
+    if (held_) ps_.busy_pid.store(0);
+  }
+  bool held() const { return held_; }
+  std::string Busy() const {
+    return std::string("a ") + (ps_.busy_kind.load() == 1 ? "save" : "load") + " is running (pid " +
+           std::to_string(holder_) + "): try again when it is done";
+  }
+
+ private:
+  proc::PersistStats& ps_;
+  bool held_ = false;
+  int32_t holder_ = 0;
+};
+
+// The collections an operation covers: the one named, else
+// persist_collections, else every collection of the config.
+bool Collections(const proc::Config& cfg, const std::string* named, std::vector<std::string>* out,
+                 std::string* err) {
+  out->clear();
+  if (named) {
+    for (const auto& cc : cfg.collections) {
+      if (cc.name == *named) out->push_back(cc.name);
+    }
+    if (out->empty()) {
+      // A collection made at run time (allow_create) is saved by name too.
+      out->push_back(*named);
+    }
+    return true;
+  }
+  if (!cfg.persist_collections.empty()) {
+    *out = cfg.persist_collections;
+  } else {
+    for (const auto& cc : cfg.collections) out->push_back(cc.name);
+  }
+  if (out->empty()) *err = "no collection to persist";
+  return !out->empty();
+}
+
+struct Totals {
+  uint64_t collections = 0, rows = 0, expired = 0, bad = 0;
+  int64_t ms = 0;
+  std::string first_error;
+};
+
+// Save (save = true) or load every collection in `names`. False and *err
+// at the first failure (a save's collections before it stay saved).
+bool Run(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const std::vector<std::string>& names,
+         bool save, Totals* t, std::string* err) {
+  proc::PersistStats& ps = pt->persist;
+  Claim claim(ps, save ? 1 : 2);
+  if (!claim.held()) {
+    *err = claim.Busy();
+    return false;
+  }
+  int64_t start = WallMs();
+  std::unique_ptr<::db::Backend> b = ::db::Open(cfg.db_url, cfg.db_table, err);
+  bool ok = b != nullptr;
+  for (size_t i = 0; ok && i < names.size(); ++i) {
+    ::db::Result r;
+    ok = save ? ::db::SaveCollection(c, *b, names[i], &r, err) : ::db::LoadCollection(c, *b, names[i], &r, err);
+    t->rows += r.rows;
+    t->expired += r.expired;
+    t->bad += r.bad;
+    if (t->first_error.empty()) t->first_error = r.first_error;
+    if (ok) {
+      ++t->collections;
+      LOG_NOTICE("%s collection '%s': %llu row(s) in %lld ms%s%s", save ? "saved" : "loaded", names[i].c_str(),
+                 static_cast<unsigned long long>(r.rows), static_cast<long long>(r.ms),
+                 r.expired ? (", " + std::to_string(r.expired) + " expired row(s) deleted").c_str() : "",
+                 r.bad ? (", " + std::to_string(r.bad) + " row(s) skipped: " + r.first_error).c_str() : "");
+    }
+  }
+  t->ms = WallMs() - start;
+  if (save) {
+    Add(ok ? ps.saves : ps.save_failures, 1);
+    Add(ps.rows_saved, t->rows);
+    ps.last_save_failed.store(ok ? 0 : 1);
+    if (ok) {
+      Store(ps.last_save_at_ms, WallMs());
+      Store(ps.last_save_took_ms, t->ms);
+      Store(ps.last_save_rows, static_cast<int64_t>(t->rows));
+    }
+  } else {
+    Add(ok ? ps.loads : ps.load_failures, 1);
+    Add(ps.rows_loaded, t->rows);
+    Add(ps.rows_expired, t->expired);
+    Add(ps.rows_bad, t->bad);
+    if (ok) {
+      Store(ps.last_load_at_ms, WallMs());
+      Store(ps.last_load_took_ms, t->ms);
+      Store(ps.last_load_rows, static_cast<int64_t>(t->rows));
+    }
+  }
+  if (!ok) *err = (save ? "save: " : "load: ") + *err;
+  return ok;
+}
+
+Json Reply(const Totals& t, bool save) {
+  Json j = Json::object();
+  j["collections"] = t.collections;
+  j[save ? "saved" : "loaded"] = t.rows;
+  j["ms"] = t.ms;
+  j["rows_per_s"] = t.ms > 0 ? t.rows * 1000 / static_cast<uint64_t>(t.ms) : t.rows * 1000;
+  if (!save) {
+    j["expired"] = t.expired;
+    if (t.bad) {
+      j["skipped"] = t.bad;
+      j["first_error"] = t.first_error;
+    }
+  }
+  return j;
+}
+
+// ---- the MI commands ----------------------------------------------------------
+
+void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
+  // A copy that lives as long as the process (the handlers use it).
+  static std::vector<std::unique_ptr<proc::ModuleProcContext>> keep;
+  keep.push_back(std::make_unique<proc::ModuleProcContext>(pc));
+  proc::ModuleProcContext* ctx = keep.back().get();
+  auto op = [ctx](bool save, bool sync) {
+    return [ctx, save, sync](const Params& p) {
+      const proc::Config& cfg = *ctx->cfg;
+      if (cfg.db_url.empty()) {
+        return mi::MiError(500, "no database: set [db] url (sqlite:///var/lib/perfcached/cache.db)");
+      }
+      std::string name, err;
+      if (p.Has("collection") && !p.GetString("collection", &name, &err)) return mi::MiParamError(err);
+      std::vector<std::string> names;
+      if (!Collections(cfg, p.Has("collection") ? &name : nullptr, &names, &err)) return mi::MiError(500, err);
+      Totals t;
+      if (!Run(*ctx->ctx, ctx->procs, cfg, names, save, &t, &err)) return mi::MiError(500, err);
+      Json j = Reply(t, save);
+      if (sync) {
+        // perf_sync: save, then tell the cluster's peers to reload. There
+        // is no cluster yet: the save is all, and the reply says so.
+        j["broadcast"] = 0;
+        j["note"] = "no cluster: saved only (peers reload with perf_load)";
+      }
+      return mi::MiResult(std::move(j));
+    };
+  };
+  auto add = [&](const char* name, const char* help, mi::Handler h) {
+    mi::Command c;
+    c.name = name;
+    c.module = "db";
+    c.help = help;
+    c.recipes = {{}, {"collection"}};
+    c.handler = std::move(h);
+    r.Add(std::move(c));
+  };
+  add("perf_save", "save a collection (default: [db] persist_collections, else all) to the [db] url, one transaction",
+      op(true, false));
+  add("perf_load", "load a collection (default: [db] persist_collections, else all) from the [db] url",
+      op(false, false));
+  add("perf_sync", "save, then have cluster peers reload (no cluster yet: saves and says so)", op(true, true));
+}
+
+// ---- start and stop -------------------------------------------------------------
+
+bool Init(const proc::Config& cfg, std::string* err) {
+  if (cfg.db_url.empty()) return true;
+  ::db::Url u;
+  if (!::db::ParseUrl(cfg.db_url, &u, err)) return false;
+  return true;
+}
+
+bool Warm(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err) {
+  if (cfg.db_mode < 1) return true;
+  std::vector<std::string> names;
+  if (!Collections(cfg, nullptr, &names, err)) return false;
+  Totals t;
+  // A start-up load that fails is fatal: starting empty with mode 2 would
+  // save the empty cache over the snapshot at the next stop.
+  if (!Run(c, pt, cfg, names, false, &t, err)) {
+    *err = "start-up " + *err + " (db mode " + std::to_string(cfg.db_mode) + "; set [db] mode = 0 to start empty)";
+    return false;
+  }
+  LOG_NOTICE("start-up load from %s: %llu row(s) into %llu collection(s) in %lld ms%s",
+             proc::MaskDbUrl(cfg.db_url).c_str(), static_cast<unsigned long long>(t.rows),
+             static_cast<unsigned long long>(t.collections), static_cast<long long>(t.ms),
+             t.bad ? (", " + std::to_string(t.bad) + " row(s) skipped").c_str() : "");
+  return true;
+}
+
+void AtStop(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg) {
+  if (cfg.db_mode < 2) return;
+  std::vector<std::string> names;
+  std::string err;
+  Totals t;
+  if (!Collections(cfg, nullptr, &names, &err) || !Run(c, pt, cfg, names, true, &t, &err)) {
+    LOG_ERR("final %s: the database keeps its previous snapshot", err.c_str());
+    return;
+  }
+  LOG_NOTICE("final save to %s: %llu row(s) of %llu collection(s) in %lld ms", proc::MaskDbUrl(cfg.db_url).c_str(),
+             static_cast<unsigned long long>(t.rows), static_cast<unsigned long long>(t.collections),
+             static_cast<long long>(t.ms));
+}
+
+// ---- statistics ("db" group) -----------------------------------------------------
+
+void CollectStats(proc::ModuleProcContext& pc, std::vector<StatValue>* out) {
+  const proc::PersistStats& ps = pc.procs->persist;
+  auto counter = [&](const char* n, uint64_t v) { out->push_back({"db", n, static_cast<double>(v), true}); };
+  auto gauge = [&](const char* n, int64_t v) { out->push_back({"db", n, static_cast<double>(v), false}); };
+  counter("saves", ps.saves.load());
+  counter("save_failures", ps.save_failures.load());
+  counter("loads", ps.loads.load());
+  counter("load_failures", ps.load_failures.load());
+  counter("rows_saved", ps.rows_saved.load());
+  counter("rows_loaded", ps.rows_loaded.load());
+  counter("rows_expired", ps.rows_expired.load());
+  counter("rows_skipped", ps.rows_bad.load());
+  gauge("last_save_time", ps.last_save_at_ms.load() / 1000);
+  gauge("last_save_ms", ps.last_save_took_ms.load());
+  gauge("last_save_rows", ps.last_save_rows.load());
+  gauge("last_save_failed", ps.last_save_failed.load());
+  gauge("in_progress", ps.busy_pid.load() != 0 ? ps.busy_kind.load() : 0);
+}
+// The counters live in shared memory, written by the process that saves;
+// they are not re-baselined (a reset answers "not found" for them).
+bool ResetNone(proc::ModuleProcContext&, const std::string&) { return false; }
+void ResetNoneAll(proc::ModuleProcContext&) {}
+
+const StatExport kStats[] = {{40, &CollectStats, &ResetNone, &ResetNoneAll}};
+
+}  // namespace
+}  // namespace modules::db_module
+
+namespace modules::db_module {
+extern const ModuleExports kExports;
+const ModuleExports kExports = {
+    .name = "db",
+    .init = &Init,
+    .child_init = nullptr,
+    .stop_accepting = nullptr,
+    .drain = nullptr,
+    .tick = nullptr,
+    .reload = nullptr,
+    .destroy = nullptr,
+    .procs = {},
+    .stats = kStats,
+    .mi_commands = &RegisterCommands,
+    .resp_families = {},
+    .warm = &Warm,
+    .at_stop = &AtStop,
+};
+}  // namespace modules::db_module

@@ -8,13 +8,17 @@ starts the installed daemon the way its unit does (systemd is not PID 1
 here: the ExecStart= line of the installed unit, run as its User= with
 runuser, the RESP port and the FIFO, datagram and pid paths moved to a
 temporary directory with -o), talks to it with redis-cli and the
-installed perfcli, stops it by PID, then removes and purges both packages
-and checks what is left. Whatever happens, the packages are purged and
-a user and group the test brought are removed again.
+installed perfcli (which also saves a SQLite snapshot into
+/var/lib/perfcached), stops it by PID, then removes and purges both
+packages and checks what is left (the snapshot and its directory kept);
+installs and purges once more with nothing in /var/lib/perfcached (the
+directory goes). Whatever happens, the packages are purged and a user,
+group and /var/lib/perfcached the test brought are removed again.
 
 Skips (loudly) only when the packaging tools cannot be installed, which
 includes not being root (dpkg -i needs root as well). Refuses to run on a
-machine where either package is already installed: it would purge it."""
+machine where either package is installed or /var/lib/perfcached exists:
+it would purge or remove them."""
 import glob
 import grp
 import os
@@ -36,6 +40,7 @@ DEB_DIR = os.path.join(ROOT, "build", "deb")
 PACKAGES = ("perfcached", "perfcached-tools")
 USER = "perfcached"
 HOME = "/var/lib/perfcached"
+SNAPSHOT = HOME + "/cache.db"  # [db] url = sqlite:///var/lib/perfcached/cache.db, as the config suggests
 CONF = "/etc/perfcached/perfcached.conf"
 UNIT = "/lib/systemd/system/perfcached.service"
 WANTS = "/etc/systemd/system/multi-user.target.wants/perfcached.service"
@@ -163,6 +168,9 @@ class Deb(unittest.TestCase):
             raise RuntimeError("%s already on this machine (dpkg status %s): test_deb installs and purges "
                                "them; remove them first (dpkg --purge %s)"
                                % (" ".join(here), [status(p) for p in here], " ".join(here)))
+        if os.path.lexists(HOME):
+            raise RuntimeError(HOME + " exists (a snapshot a purge kept?): test_deb would remove it; "
+                               "move it away first")
         debs = built_debs()
         if debs and min(os.stat(d).st_mtime for d in debs.values()) > newest_source():
             sys.stderr.write("\ntest_deb: using the packages in build/deb/ (newer than every source)\n")
@@ -185,6 +193,7 @@ class Deb(unittest.TestCase):
         if installed:
             p = dpkg("--purge", *installed)
             self.assertEqual(p.returncode, 0, p.stderr)
+        shutil.rmtree(HOME, ignore_errors=True)  # absent before the test (setUpClass)
         if not had_user:
             try:
                 pwd.getpwnam(USER)
@@ -210,14 +219,14 @@ class Deb(unittest.TestCase):
 
     # ---- the steps ------------------------------------------------------------
 
-    def install(self):
-        p = dpkg("-i", *[self.debs[pkg] for pkg in PACKAGES])
+    def install(self, packages=PACKAGES):
+        p = dpkg("-i", *[self.debs[pkg] for pkg in packages])
         out = p.stdout + p.stderr
         if p.returncode != 0:  # a dependency missing: apt-get brings it
             a = run(["apt-get", "-f", "install", "-y", "-qq", "--no-install-recommends"], timeout=600,
                     env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
             out += a.stdout + a.stderr
-        for pkg in PACKAGES:
+        for pkg in packages:
             self.assertEqual(status(pkg), "installed", out)
         return out
 
@@ -262,7 +271,7 @@ class Deb(unittest.TestCase):
         fifo, dgram = os.path.join(work, "fifo"), os.path.join(work, "mi.sock")
         argv += ["-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=" + fifo,
                  "-o", "mi.datagram=" + dgram, "-o", "mi.reply_dir=%s/" % work,
-                 "-o", "daemon.pid_file=%s/perfcached.pid" % work,
+                 "-o", "daemon.pid_file=%s/perfcached.pid" % work, "-o", "db.url=sqlite://" + SNAPSHOT,
                  "-o", "daemon.workers=1", "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off"]
         log_path = os.path.join(work, "log")
         log = open(log_path, "w")
@@ -297,6 +306,12 @@ class Deb(unittest.TestCase):
         p = run(perfcli + ["--datagram", dgram, "mi", "perf_get", "deb:key"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn("from the package", p.stdout)
+        # the daemon's user writes its snapshot into its home
+        p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "perf_save"], timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr + read_log())
+        self.assertEqual(owner(SNAPSHOT)[1:], (USER, USER))
+        p = run(["sqlite3", SNAPSHOT, "SELECT pvalue FROM perfcached WHERE pkey = 'deb:key'"], timeout=30)
+        self.assertEqual(p.stdout.strip(), "from the package", p.stderr)
 
         os.kill(pid, signal.SIGTERM)
         self.assertEqual(proc.wait(timeout=30), 0, read_log())
@@ -304,6 +319,7 @@ class Deb(unittest.TestCase):
         self.assertIn("supervisor notice: stopped", read_log())
 
     def remove_then_purge(self):
+        """With the snapshot in /var/lib/perfcached: purge keeps both."""
         p = dpkg("--remove", *PACKAGES)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(status("perfcached"), "config-files")
@@ -317,11 +333,26 @@ class Deb(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         for pkg in PACKAGES:
             self.assertIsNone(status(pkg))
-        for path in ("/etc/perfcached", HOME, WANTS):
+        for path in ("/etc/perfcached", WANTS):
             self.assertFalse(os.path.lexists(path), path)
+        self.assertTrue(os.path.exists(SNAPSHOT), "purge removed the operator's snapshot")
+        self.assertIn("/var/lib/perfcached is not empty", p.stdout + p.stderr)
         # the user and group stay (debian/perfcached.postrm says why)
         pwd.getpwnam(USER)
         grp.getgrnam(USER)
+
+    def reinstall_then_purge(self):
+        """The user exists already; nothing in /var/lib/perfcached: purge removes it."""
+        shutil.rmtree(HOME)
+        uid = pwd.getpwnam(USER).pw_uid
+        self.install(("perfcached",))
+        self.assertEqual(pwd.getpwnam(USER).pw_uid, uid)
+        self.assertEqual(owner(HOME), (0o750, USER, USER))
+        p = dpkg("--purge", "perfcached")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIsNone(status("perfcached"))
+        for path in ("/etc/perfcached", HOME, WANTS):
+            self.assertFalse(os.path.lexists(path), path)
 
     def test_install_run_remove_purge(self):
         try:
@@ -339,6 +370,7 @@ class Deb(unittest.TestCase):
         self.check_installed()
         self.run_as_the_unit()
         self.remove_then_purge()
+        self.reinstall_then_purge()
 
 
 if __name__ == "__main__":

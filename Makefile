@@ -6,6 +6,7 @@
 #   make soak       long multi-process soak and crash runs
 #   make fuzz       run each fuzz target for FUZZ_SECONDS
 #   make install    PREFIX=/usr/local DESTDIR= (see "Install" below); make uninstall
+#   make deb        the Debian packages (debian/, dpkg-buildpackage) in build/deb/, and lintian
 #   V=1             show full command lines
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -27,6 +28,8 @@ CXXFLAGS_BASE += -fsanitize=thread
 LDFLAGS_SAN := -fsanitize=thread
 endif
 CXXFLAGS := $(CXXFLAGS_BASE) $(EXTRA_CXXFLAGS)
+# LDFLAGS (from the environment or the command line) reaches the links of
+# the two programs: debian/rules passes Debian's relro/bindnow that way.
 LDLIBS := -pthread $(LDFLAGS_SAN)
 
 ifeq ($(V),1)
@@ -74,7 +77,7 @@ $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETT
 
 .PHONY: all deps check check-asan check-tsan unit soak soak-short bench fuzz fuzz-build integration diff daemon-san \
         crash-build crash-points crash-points-all canary \
-        check-deps format-check clean run install uninstall
+        check-deps format-check clean run install uninstall deb
 
 all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
 
@@ -94,12 +97,12 @@ $(DAEMON_LIB): $(DAEMON_OBJS)
 $(DAEMON_BIN): $(BUILD)/$(DAEMON_MAIN:.cc=.o) $(DAEMON_LIB) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK   $@")
-	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
+	$(Q)$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(EVENT_LIBS) $(LDLIBS)
 
 $(CLI_BIN): $(BUILD)/$(CLI_MAIN:.cc=.o) $(BUILD)/mi/mi.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK   $@")
-	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(UNIT_BIN): $(UNIT_OBJS) $(DAEMON_LIB) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
@@ -280,7 +283,7 @@ run: deps
 	$(DAEMON_BIN) -D $(RUN_ARGS)
 
 clean:
-	rm -rf build build-asan build-tsan build-crash build-canary* bench/engine bin
+	rm -rf build build-asan build-tsan build-crash build-canary* build-deb bench/engine bin
 
 # ---- make install / make uninstall (README.md "Install") -------------------
 # Debian's layout: the daemon and perfcached-setup-host in sbin, perfcli in
@@ -331,6 +334,25 @@ uninstall:
 	  $(foreach m,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz)
 	$(Q)if [ -e $(CONF_DIR)/perfcached.conf ]; then echo "uninstall: kept $(CONF_DIR)/perfcached.conf"; \
 	  else rmdir $(CONF_DIR) 2>/dev/null || true; fi
+
+# ---- make deb (README.md "Install from a Debian package") -------------------
+# dpkg-buildpackage -us -uc -b with debian/: perfcached and perfcached-tools
+# (and their -dbgsym) built from this tree, objects in build-deb/ (kept:
+# the next make deb recompiles only what changed). The .debs, .buildinfo
+# and .changes go to build/deb/ (emptied first), not to `..`, which the
+# worktrees of one repository share; debian/ is cleaned after. lintian
+# checks the result: an error or a warning fails make deb
+# (debian/*.lintian-overrides say why a tag is overridden).
+DEB_DIR := build/deb
+deb: deps
+	$(Q)rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	$(Q)d=$(CURDIR)/$(DEB_DIR) && \
+	  pva=perfcached_$$(dpkg-parsechangelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH) && \
+	  PERFCACHED_DEB_DIR=$$d dpkg-buildpackage -us -uc -b -J2 --post-clean \
+	    --buildinfo-option=-u$$d --buildinfo-file=$$d/$$pva.buildinfo \
+	    --changes-option=-u$$d --changes-file=$$d/$$pva.changes && \
+	  lintian -I --fail-on error,warning $$d/$$pva.changes && \
+	  echo "make deb: $$(cd $$d && ls *.deb | tr '\n' ' ')in $(DEB_DIR)/; lintian: no error, no warning"
 
 -include $(DAEMON_OBJS:.o=.d) $(BUILD)/$(DAEMON_MAIN:.cc=.d) $(BUILD)/$(CLI_MAIN:.cc=.d)
 -include $(ENGINE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(SOAK_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(BUILD)/test/crash/crash_points.d

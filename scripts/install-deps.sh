@@ -15,6 +15,7 @@ PKGS=(
   procps iproute2 curl
   groff-base man-db
   systemd                      # systemd-analyze: test_systemd verifies the unit (PID 1 is not changed)
+  dpkg-dev debhelper fakeroot build-essential lintian adduser   # make deb (dpkg-buildpackage -b, dh 13), lintian; test_deb installs the .debs
   kamailio kamailio-redis-modules rtpengine-daemon
   libpq-dev postgresql         # [db] url = postgres://...: the backend and the server test_db starts
 )

@@ -405,7 +405,14 @@ class Unit(unittest.TestCase):
             path = os.path.join(d, "perfcached.service")
             with open(path, "w") as f:
                 f.write(text)
-            p = subprocess.run(["systemd-analyze", "verify", path], capture_output=True, text=True, timeout=60)
+            # and runs man(1) on each Documentation=man: page: the tree's
+            # man/, laid out as an installed man directory
+            for page in os.listdir(os.path.join(ROOT, "man")):
+                section = os.path.join(d, "man", "man" + page.rsplit(".", 1)[1])
+                os.makedirs(section, exist_ok=True)
+                shutil.copy(os.path.join(ROOT, "man", page), section)
+            p = subprocess.run(["systemd-analyze", "verify", path], capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, MANPATH=os.path.join(d, "man")))
             self.assertEqual((p.returncode, p.stderr.strip()), (0, ""), p.stderr)
         finally:
             shutil.rmtree(d, ignore_errors=True)
@@ -413,6 +420,7 @@ class Unit(unittest.TestCase):
     def test_what_the_unit_promises(self):
         v = lambda k: unit_value(k)
         self.assertEqual(v("Type"), ["notify"])
+        self.assertEqual(unit_value("Documentation", "Unit"), ["man:perfcached(8) man:perfcached.conf(5)"])
         self.assertEqual(v("NotifyAccess"), ["main"])
         self.assertEqual(v("User"), ["perfcached"])
         self.assertEqual(v("Group"), ["perfcached"])

@@ -41,7 +41,7 @@ if BUILD="${CANARY_BUILD:-build-canary}" scripts/canary.sh; then
   passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 stage "integration tests (real daemon, redis-server, redis-cli, python3-redis)"
-(cd test/integration && timeout 900 /usr/bin/python3 -m unittest discover -v -p 'test_*.py') \
+(cd test/integration && timeout 1500 /usr/bin/python3 -m unittest discover -v -p 'test_*.py') \
   > "$log/integ" 2>&1
 rc=$?
 grep -E "^(Ran|OK|FAILED)" "$log/integ"

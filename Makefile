@@ -242,7 +242,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=$(CANARY_BUILD) \
 	  EXTRA_CXXFLAGS="-DPERFCACHED_CRASH_POINTS -DPERFCACHED_CANARY" \
 	  $(CANARY_BUILD)/bin/crash_points $(CANARY_BUILD)/bin/engine_soak $(CANARY_BUILD)/bin/engine_unit_tests
-	$(Q)BUILD=$(BUILD) CRASH_BUILD=$(CRASH_BUILD) CANARY_BUILD=$(CANARY_BUILD) scripts/check.sh
+	$(Q)BUILD=$(BUILD) CRASH_BUILD=$(CRASH_BUILD) CANARY_BUILD=$(CANARY_BUILD) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/check.sh
 
 # The differential harness (test/diff): redis-server vs perfcached, same bytes.
 #   make diff                     DIFF_ARGS="--seed 42 --ops 20000" to reproduce / dig

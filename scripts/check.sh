@@ -80,7 +80,7 @@ else
 fi
 
 stage "fuzz targets: corpus regression + 10 s of fresh input each"
-for t in ${FUZZ_TARGETS:-glob resp config mi http event xmlrpc reload}; do
+for t in ${FUZZ_TARGETS:-glob resp config mi http event xmlrpc reload export snapshot}; do
   bin="$BUILD/fuzz/${t}_fuzz"
   if [ ! -x "$bin" ]; then echo "fuzz $t: not built"; failed=$((failed + 1)); continue; fi
   if "$bin" -runs=0 "test/fuzz/corpus/$t" > "$log/fz" 2>&1 &&

@@ -230,6 +230,7 @@ struct CollectionInfo {
   uint32_t split;
   double load_factor;
   uint64_t stats[kStatCount];       // summed, minus the reset baseline
+  uint64_t changes = 0;             // stores + removes + expired + evicted, never re-baselined (save rules)
 };
 std::vector<CollectionInfo> ListCollections(Ctx& c);
 bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out);

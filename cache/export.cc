@@ -129,14 +129,18 @@ Status ExportStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
   // Strings and counters come with the step's copy (a bucket's records are
   // copied between two equal seqlock reads: a consistent snapshot of each);
   // aggregates are read again whole (ExportKey), their value naming cells.
-  std::vector<std::string> aggregates;
+  // Values above kBigRead are not copied by the scan (that copy runs in
+  // the bucket's bracket, or under locks after retries: a writer of the
+  // bucket would wait for a big copy); they are read by key, as GET does.
+  std::vector<std::string> again;
   Entry e;
   ScanFilter f;
   f.values = true;
+  f.value_cap = detail::kBigRead;
   Status s = ScanStep(c, t, cursor, count, f, [&](const ScanItem& it) {
     uint8_t type = it.info.type;
-    if (type == kTypeHash || type == kTypeSet) {
-      aggregates.emplace_back(it.key);
+    if (type == kTypeHash || type == kTypeSet || it.value.size() != it.info.vlen) {
+      again.emplace_back(it.key);
       return;
     }
     if (type != kTypeString && type != kTypeInt) return;  // no exported form yet
@@ -155,7 +159,7 @@ Status ExportStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
     emit(e);
   }, next);
   if (s != Status::kOk) return s;
-  for (const std::string& k : aggregates) {
+  for (const std::string& k : again) {
     s = ExportKey(c, t, k, &e);
     if (s == Status::kNotFound || s == Status::kWrongType) continue;  // gone meanwhile / no exported form
     if (s != Status::kOk) return s;

@@ -64,6 +64,10 @@ bool EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg);
 int FindInBucket(const mem::Arena& a, const Bucket& b, uint8_t tag, std::string_view key,
                  Off* rec, size_t* bound = nullptr);
 // Overflow node (a 16-byte cell): class | next @4 | rec @8 | hash>>32 @12.
+// Values above this are never copied inside a seqlock bracket or under a
+// lock: GET copies them outside and checks the record after (ops.cc), a
+// scan leaves them to be read by key (ScanFilter::value_cap, export.cc).
+inline constexpr size_t kBigRead = 4096;
 inline constexpr size_t kNodeNext = 4, kNodeRec = 8, kNodeHash = 12, kNodeBytes = 16;
 inline uint32_t ExpireHint(int64_t expire_ms) {
   if (expire_ms <= 0) return 0;

@@ -41,10 +41,10 @@ size_t ClampedVlen(const mem::Arena& a, Off rec, uint8_t type, size_t klen) {
   return vlen > bound - voff ? bound - voff : vlen;
 }
 
-// Values above kBigRead are not copied inside the seqlock bracket (a retry
-// would copy them again): CopyRecord names the record in *big and the
-// caller copies it once, outside, then checks it is still the key's record.
-constexpr size_t kBigRead = 4096;
+// Values above kBigRead (cache/internal.h) are not copied inside the
+// seqlock bracket (a retry would copy them again): CopyRecord names the
+// record in *big and the caller copies it once, outside, then checks it is
+// still the key's record.
 
 // `bound`: mem::CellBound(a, rec), which the key compare computed already.
 Status CopyRecord(const mem::Arena& a, Off rec, size_t bound, size_t klen, std::span<char> buf, bool want,

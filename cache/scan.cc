@@ -39,7 +39,7 @@ struct Item {
 };
 
 // Copy out key, meta and (optionally) value of one record. Lengths clamped.
-bool CopyItem(const mem::Arena& a, Off rec, bool values, Item* it) {
+bool CopyItem(const mem::Arena& a, Off rec, bool values, uint32_t cap, Item* it) {
   size_t bound = mem::CellBound(a, rec);
   if (bound < kRecHdr) return false;
   RecView v{a.At(rec)};
@@ -52,14 +52,14 @@ bool CopyItem(const mem::Arena& a, Off rec, bool values, Item* it) {
   it->key.resize(klen);
   mem::AtomicCopyOut(it->key.data(), v.key(), klen);
   it->info = ReadInfo{type, static_cast<uint32_t>(vlen), v.expire(), v.version(), v.access()};
-  if (values) {
+  if (values && vlen <= cap) {
     it->value.resize(vlen);
     mem::AtomicCopyOut(it->value.data(), v.value(type, klen), vlen);
   }
   return true;
 }
 
-void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values,
+void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values, uint32_t cap,
                     std::vector<Item>* out) {
   const mem::Arena& a = c.arena;
   Bucket* b = BucketAt(a, h, idx);
@@ -72,7 +72,7 @@ void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values,
     uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
     for (uint32_t i = 0; i < used; ++i) {
       Item it;
-      if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, &it)) out->push_back(std::move(it));
+      if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, cap, &it)) out->push_back(std::move(it));
     }
     mem::SeqReadFence();
     if (b->seq.load(std::memory_order_relaxed) == s1) return;
@@ -82,12 +82,12 @@ void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values,
   uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
   for (uint32_t i = 0; i < used; ++i) {
     Item it;
-    if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, &it)) out->push_back(std::move(it));
+    if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, cap, &it)) out->push_back(std::move(it));
   }
   mem::Unlock(b->lock);
 }
 
-void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool values,
+void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool values, uint32_t cap,
                       std::vector<Item>* out) {
   const mem::Arena& a = c.arena;
   uint32_t bits = std::min<uint32_t>(l0, 10);
@@ -105,7 +105,7 @@ void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool valu
       for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0 && guard-- > 0;) {
         if (mem::CellBound(a, node) < kNodeBytes) break;
         Item it;
-        if (CopyItem(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), values, &it)) {
+        if (CopyItem(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), values, cap, &it)) {
           out->push_back(std::move(it));
         }
         node = mem::LoadRelaxed32(a.At(node) + kNodeNext);
@@ -155,12 +155,12 @@ Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, cons
       uint32_t level = RouteLevel(r1);
       uint64_t nb = RouteBuckets(r1);
       if (l0 <= level) {
-        for (uint64_t x = r; x < nb; x += nres) SnapshotBucket(c, h, x, f.values, &items);
+        for (uint64_t x = r; x < nb; x += nres) SnapshotBucket(c, h, x, f.values, f.value_cap, &items);
       } else {
-        SnapshotBucket(c, h, RouteIdx(r1, r), f.values, &items);
+        SnapshotBucket(c, h, RouteIdx(r1, r), f.values, f.value_cap, &items);
       }
       if (h.ovf.count.load(std::memory_order_acquire) != 0) {
-        SnapshotOverflow(c, h, r, l0, f.values, &items);
+        SnapshotOverflow(c, h, r, l0, f.values, f.value_cap, &items);
       }
       if (locked) {
         mem::Unlock(h.admin);

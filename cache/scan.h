@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string_view>
 
@@ -20,6 +21,11 @@ struct ScanFilter {
   bool nocase = false;
   int type = -1;            // RecordType or -1
   bool values = false;      // copy values too
+  // With values: only values up to this many bytes are copied (inside
+  // the bucket's seqlock bracket, or under its lock after retries); a
+  // larger one comes with an empty value and is read by its key instead
+  // (Get copies big values outside any lock: cache/ops.cc).
+  uint32_t value_cap = UINT32_MAX;
 };
 // One SCAN step. cursor 0 starts; *next == 0 when done. `count` residues
 // (about `count` buckets) per call. Guarantee (Redis SCAN): a key present

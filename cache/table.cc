@@ -498,6 +498,7 @@ bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out) {
     uint64_t v = SumStat(c, t, static_cast<Stat>(s));
     uint64_t b = (s == kStatCreated || s == kStatDestroyed) ? 0 : h.stat_base[s].load();
     out->stats[s] = v > b ? v - b : 0;
+    if (s == kStatStores || s == kStatRemoves || s == kStatExpired || s == kStatEvicted) out->changes += v;
   }
   return true;
 }

@@ -24,9 +24,17 @@ class Postgres final : public Backend {
   }
   const char* kind() const override { return "postgres"; }
 
-  bool Init(const std::string& uri, const std::string& table, std::string* err) {
-    conn_ = PQconnectdb(uri.c_str());
+  bool Init(const std::string& uri, const std::string& name, std::string* err) {
+    // A server that does not answer must not hang the start-up load or
+    // the final save: 10 s to connect unless the url says otherwise.
+    std::string u = uri;
+    if (u.find("connect_timeout=") == std::string::npos) {
+      u += (u.find('?') == std::string::npos ? "?" : "&") + std::string("connect_timeout=10");
+    }
+    conn_ = PQconnectdb(u.c_str());
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) return Fail(err, "cannot connect");
+    name_ = name;
+    const std::string table = "\"" + name + "\"";  // quoted: a keyword works as a name
     table_ = table;
     // Quiet NOTICEs ("relation already exists, skipping") stay out of stderr.
     PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
@@ -41,17 +49,33 @@ class Postgres final : public Backend {
     if (!Exec("BEGIN", err)) return false;
     in_tx_ = true;
     collection_.assign(collection);
+    // Two daemons saving one collection of one table take turns: without
+    // the lock, READ COMMITTED lets their deletes and upserts interleave
+    // into the union of both saves.
+    std::string lock_key = name_ + "/" + collection_;
+    const char* lk[1] = {lock_key.c_str()};
+    PGresult* lr = PQexecParams(conn_, "SELECT pg_advisory_xact_lock(hashtext($1))", 1, nullptr, lk, nullptr,
+                                nullptr, 0);
+    bool locked = PQresultStatus(lr) == PGRES_TUPLES_OK;
+    PQclear(lr);
+    if (!locked) return Fail(err, "advisory lock");
     std::string del = "DELETE FROM " + table_ + " WHERE collection = $1";
     const char* v[1] = {collection_.c_str()};
     if (!Params(del.c_str(), 1, v, nullptr, nullptr, err)) return false;
-    std::string ins = "INSERT INTO " + table_ +
-                      " (collection, pkey, pvalue, expires, type) VALUES ($1, $2, $3, $4, $5)"
-                      " ON CONFLICT (collection, pkey) DO UPDATE SET pvalue = EXCLUDED.pvalue,"
-                      " expires = EXCLUDED.expires, type = EXCLUDED.type";
-    PGresult* r = PQprepare(conn_, "put", ins.c_str(), 5, nullptr);
-    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
-    if (!ok) return Fail(err, "prepare");
+    if (!prepared_) {
+      // Once per connection: a prepared statement outlives the
+      // transaction, and a second PREPARE of the name fails (one save of
+      // several collections uses one connection).
+      std::string ins = "INSERT INTO " + table_ +
+                        " (collection, pkey, pvalue, expires, type) VALUES ($1, $2, $3, $4, $5)"
+                        " ON CONFLICT (collection, pkey) DO UPDATE SET pvalue = EXCLUDED.pvalue,"
+                        " expires = EXCLUDED.expires, type = EXCLUDED.type";
+      PGresult* r = PQprepare(conn_, "put", ins.c_str(), 5, nullptr);
+      bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+      PQclear(r);
+      if (!ok) return Fail(err, "prepare");
+      prepared_ = true;
+    }
     if (PQenterPipelineMode(conn_) != 1) return Fail(err, "pipeline mode");
     pending_ = 0;
     return true;
@@ -72,7 +96,7 @@ class Postgres final : public Backend {
 
   bool Commit(std::string* err) override {
     if (!Drain(err)) return false;
-    PQexitPipelineMode(conn_);
+    if (PQexitPipelineMode(conn_) != 1) return Fail(err, "pipeline mode");
     if (!Exec("COMMIT", err)) return false;
     in_tx_ = false;
     return true;
@@ -182,7 +206,8 @@ class Postgres final : public Backend {
   }
 
   PGconn* conn_ = nullptr;
-  std::string table_, collection_;
+  std::string name_, table_, collection_;
+  bool prepared_ = false;
   bool in_tx_ = false;
   int pending_ = 0;
 };

@@ -137,6 +137,12 @@ class Writer {
     return Block(kCollection, raw, raw, err);
   }
   bool Add(const cache::Entry& e, std::string* err) {
+    if (e.key.size() + e.value.size() + 32 > kMaxSnapshotRecord) {
+      *err = "key '" + e.key.substr(0, 64) + "': a value of " + std::to_string(e.value.size()) +
+             " bytes is above a snapshot record's " + std::to_string(kMaxSnapshotRecord >> 20) +
+             " MiB (lower [memory] max_value_mb, or delete the key)";
+      return false;
+    }
     buf_.push_back(static_cast<char>(e.type));
     PutVarint(&buf_, e.key.size());
     buf_.append(e.key);
@@ -212,7 +218,7 @@ class Writer {
 }  // namespace
 
 bool WriteSnapshot(cache::Ctx& c, const std::string& dir, uint64_t seq, const std::vector<std::string>& names,
-                   SnapshotInfo* info, std::string* err) {
+                   SnapshotInfo* info, std::string* err, const std::function<void()>& progress) {
   Writer w;
   if (!w.Open(dir, seq, err)) return false;
   for (const std::string& name : names) {
@@ -231,6 +237,7 @@ bool WriteSnapshot(cache::Ctx& c, const std::string& dir, uint64_t seq, const st
         return false;
       }
       if (!ok) return false;
+      if (progress) progress();
     } while (cursor != 0);
   }
   return w.Finish(info, err);

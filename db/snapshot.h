@@ -3,7 +3,7 @@
 #pragma once
 
 // A snapshot is written by walking the tables lock-free (cache::ExportStep:
-// no fork, writers never wait), into `.snapshot-<seq>.tmp`, fsynced, then
+// no fork), into `.snapshot-<seq>-<pid>.tmp` (seq in decimal), fsynced, then
 // renamed to `snapshot-<seq>.pcs` and the directory fsynced: a reader sees
 // a whole file or none. seq is 16 hex digits; a newer snapshot has a
 // larger seq.
@@ -49,8 +49,12 @@ struct SnapshotInfo {
 // Write a snapshot of every collection in `names` into dir (which must
 // exist). False and *err on any failure; the temp file is removed and no
 // snapshot-* file is touched. *info describes the file written.
+// `progress` (may be empty) is called between steps of the walk. A record
+// above kMaxSnapshotRecord fails the snapshot with a message naming it
+// (the reader would refuse the block: never write what cannot be read).
+inline constexpr uint64_t kMaxSnapshotRecord = uint64_t{1} << 30;
 bool WriteSnapshot(cache::Ctx& c, const std::string& dir, uint64_t seq, const std::vector<std::string>& names,
-                   SnapshotInfo* info, std::string* err);
+                   SnapshotInfo* info, std::string* err, const std::function<void()>& progress = {});
 
 // Read and verify `path`; fn (may be empty: verify only) gets each record
 // with its collection's name and returns false to stop (ReadSnapshot then

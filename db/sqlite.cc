@@ -16,7 +16,7 @@ class Sqlite final : public Backend {
   }
   const char* kind() const override { return "sqlite"; }
 
-  bool Init(const std::string& path, const std::string& table, std::string* err) {
+  bool Init(const std::string& path, const std::string& name, std::string* err) {
     path_ = path;
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -25,6 +25,8 @@ class Sqlite final : public Backend {
     // Another process (an operator's sqlite3, a second daemon's save) may
     // hold the lock for a while: wait for it rather than fail at once.
     sqlite3_busy_timeout(db_, 10000);
+    // Quoted: a table named like an SQL keyword ("order") works too.
+    const std::string table = "\"" + name + "\"";
     std::string create = "CREATE TABLE IF NOT EXISTS " + table +
                          " (collection TEXT NOT NULL, pkey BLOB NOT NULL, pvalue BLOB,"
                          " expires INTEGER NOT NULL DEFAULT 0, type TEXT NOT NULL DEFAULT 'string',"
@@ -56,14 +58,21 @@ class Sqlite final : public Backend {
     // Keys, strings and counters are bound as TEXT (SQLite keeps their
     // bytes as they are, valid UTF-8 or not), so an operator's
     // `WHERE pkey = 'k'` finds them; aggregates' encodings as BLOBs.
-    sqlite3_bind_text64(put_, 2, r.key.data(), r.key.size(), SQLITE_STATIC, SQLITE_UTF8);
-    if (r.type == "string" || r.type == "counter") {
-      sqlite3_bind_text64(put_, 3, r.value.data(), r.value.size(), SQLITE_STATIC, SQLITE_UTF8);
-    } else {
-      sqlite3_bind_blob64(put_, 3, r.value.data(), r.value.size(), SQLITE_STATIC);
+    // Every bind is checked: a value above SQLite's length limit fails
+    // with SQLITE_TOOBIG and would otherwise be stored as NULL.
+    int b = sqlite3_bind_text64(put_, 2, r.key.data(), r.key.size(), SQLITE_STATIC, SQLITE_UTF8);
+    if (b == SQLITE_OK) {
+      b = r.type == "string" || r.type == "counter"
+              ? sqlite3_bind_text64(put_, 3, r.value.data(), r.value.size(), SQLITE_STATIC, SQLITE_UTF8)
+              : sqlite3_bind_blob64(put_, 3, r.value.data(), r.value.size(), SQLITE_STATIC);
     }
-    sqlite3_bind_int64(put_, 4, r.expires_ms);
-    sqlite3_bind_text(put_, 5, r.type.data(), static_cast<int>(r.type.size()), SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_int64(put_, 4, r.expires_ms);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(put_, 5, r.type.data(), static_cast<int>(r.type.size()), SQLITE_STATIC);
+    if (b != SQLITE_OK) {
+      *err = "sqlite " + path_ + ": key '" + std::string(r.key.substr(0, 64)) + "' (" +
+             std::to_string(r.value.size()) + " bytes): " + sqlite3_errstr(b);
+      return false;
+    }
     int rc = sqlite3_step(put_);
     sqlite3_reset(put_);
     if (rc != SQLITE_DONE) return Fail(err, "insert");

@@ -250,7 +250,10 @@ const ParamSpec kParams[] = {
               "save = \"\" none; default 3600 1, 300 100, 60 10000)",
               [](Config& c, std::string_view v, std::string* e) {
                 c.wal_save_set = true;
-                if (Trim(v) == "\"\"" || Trim(v).empty()) return true;
+                if (Trim(v) == "\"\"" || Trim(v).empty()) {  // Redis's save "": no rules, earlier lines too
+                  c.wal_save.clear();
+                  return true;
+                }
                 // Pairs of numbers: one rule a line, or several on one
                 // line as Redis writes them ("3600 1 300 100"; -E joins with ", ").
                 auto tok = SplitList(v);
@@ -818,6 +821,14 @@ bool FinishConfig(Config* c, std::string* err) {
     }
   }
   if (!c->wal_save_set) c->wal_save = {"3600 1", "300 100", "60 10000"};  // Redis's defaults
+  if (c->db_mode != 0 && !c->wal_dir.empty()) {
+    // Two start-up sources: after a crash the SQL rows (from the last
+    // graceful stop) would overwrite the newer snapshot.
+    *err = Where(*c, "db.mode") + "[db] mode = " + std::to_string(c->db_mode) +
+           " and [wal] dir both load at start: keep one (snapshots in [wal] dir are newer after a crash; "
+           "perf_save / perf_load still work with mode 0)";
+    return false;
+  }
   if (c->db_mode != 0 && c->db_url.empty()) {
     *err = Where(*c, "db.mode") + "[db] mode = " + std::to_string(c->db_mode) +
            " needs [db] url (the database to load from" + (c->db_mode == 2 ? " and save to)" : ")");

@@ -866,6 +866,14 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
       for (uint32_t i = 1; i < pt->count; ++i) {
         if (pt->e[i].pid.load() != p) continue;
         pt->e[i].pid.store(0);
+        // A save, load or snapshot the dead process had claimed is free
+        // again (modules/db takes over a dead claimer too; this also
+        // covers its pid being reused meanwhile).
+        for (std::atomic<int32_t>* claim : {&pt->persist.busy_pid, &pt->snap.busy_pid}) {
+          int32_t held = p;
+          claim->compare_exchange_strong(held, 0);
+        }
+        if (pt->snap.busy_pid.load() == 0) pt->snap.started_ms.store(0);
         // Give back the connections the dead process held (maxclients).
         uint64_t open = pt->e[i].door[kDoorOpen].load();
         pt->e[i].door[kDoorOpen].store(0);

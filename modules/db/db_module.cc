@@ -102,7 +102,7 @@ bool Run(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const std:
   t->ms = WallMs() - start;
   if (save) {
     Add(ok ? ps.saves : ps.save_failures, 1);
-    Add(ps.rows_saved, t->rows);
+    if (ok) Add(ps.rows_saved, t->rows);  // a failed save's rows were rolled back
     ps.last_save_failed.store(ok ? 0 : 1);
     if (ok) {
       Store(ps.last_save_at_ms, WallMs());

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <functional>
 #include <string>
 
 #include "cache/table.h"
@@ -55,8 +56,12 @@ uint64_t ChangeCount(cache::Ctx& c);
 // Write a snapshot of every collection now, in this process (SAVE, the
 // persist process, the final save). `why` goes to the log. False and *err
 // (a snapshot is running; the disk; ...); the previous snapshots stay.
+struct SnapshotHooks {
+  uint64_t take_request = 0;        // the persist process: the BGSAVE request count it takes
+  std::function<void()> progress;   // called between steps of the walk (a worker's heartbeat)
+};
 bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const char* why,
-                  db::SnapshotInfo* info, std::string* err);
+                  db::SnapshotInfo* info, std::string* err, const SnapshotHooks& hooks = {});
 // BGSAVE: have the persist process take one. False and *err when there is
 // no [wal] dir or one is running already.
 bool RequestSnapshot(proc::ProcTable* pt, const proc::Config& cfg, std::string* err);

@@ -1,6 +1,7 @@
 // perfcached — SAVE, BGSAVE, LASTSAVE on the RESP door (the db module's RESP rows).
 // Copyright (c) 2026 the perfcached authors.
 #include <strings.h>
+#include <time.h>
 
 #include "modules/db/db_module.h"
 #include "modules/resp/command.h"
@@ -16,7 +17,17 @@ using resp::CommandSpec;
 void CmdSave(CmdCtx& c) {
   db::SnapshotInfo info;
   std::string err;
-  if (!TakeSnapshot(*c.env.ctx, c.env.procs, *c.env.cfg, "SAVE", &info, &err)) return c.r.Error("ERR " + err);
+  // The worker beats while it walks: a long SAVE is not a stalled worker
+  // (no "stalled" log, the systemd watchdog keeps being fed).
+  SnapshotHooks hooks;
+  proc::ProcEntry* self = c.env.self;
+  hooks.progress = [self] {
+    if (!self) return;
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    self->heartbeat_ms.store(int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000, std::memory_order_relaxed);
+  };
+  if (!TakeSnapshot(*c.env.ctx, c.env.procs, *c.env.cfg, "SAVE", &info, &err, hooks)) return c.r.Error("ERR " + err);
   c.r.Simple("OK");
 }
 

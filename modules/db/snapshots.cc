@@ -63,15 +63,12 @@ std::vector<std::pair<int64_t, uint64_t>> Rules(const proc::Config& cfg) {
 
 uint64_t ChangeCount(cache::Ctx& c) {
   uint64_t n = 0;
-  for (const auto& ci : cache::ListCollections(c)) {
-    n += ci.stats[cache::kStatStores] + ci.stats[cache::kStatRemoves] + ci.stats[cache::kStatExpired] +
-         ci.stats[cache::kStatEvicted];
-  }
+  for (const auto& ci : cache::ListCollections(c)) n += ci.changes;  // not reset by reset_statistics
   return n;
 }
 
 bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const char* why,
-                  db::SnapshotInfo* info, std::string* err) {
+                  db::SnapshotInfo* info, std::string* err, const SnapshotHooks& hooks) {
   proc::SnapshotStats& ss = pt->snap;
   if (cfg.wal_dir.empty()) {
     *err = "no snapshot directory: set [wal] dir";
@@ -80,11 +77,22 @@ bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, c
   Claim claim(ss.busy_pid);
   if (!claim.held()) {
     *err = "Background save already in progress (pid " + std::to_string(claim.holder()) + ")";
-    return false;
+    return false;  // busy, not failed: a BGSAVE request stays pending (RunPersist)
   }
-  if (!MakeDirs(cfg.wal_dir, err)) return false;
   int64_t t0 = WallMs();
   ss.started_ms.store(t0);
+  // The request is taken only now that this process holds the claim: a
+  // BGSAVE asked while a SAVE ran is not lost.
+  if (hooks.take_request) ss.handled.store(hooks.take_request);
+  auto failed = [&](int64_t took) {
+    ss.started_ms.store(0);
+    ss.last_failed.store(1);
+    ss.failures.fetch_add(1);
+    LOG_ERR("snapshot (%s) failed after %lld ms: %s; the previous snapshots stay", why,
+            static_cast<long long>(took), err->c_str());
+    return false;
+  };
+  if (!MakeDirs(cfg.wal_dir, err)) return failed(0);
   uint64_t changes = ChangeCount(c);
   // A seq above every file's and every earlier run's.
   uint64_t seq = ss.seq.load();
@@ -94,16 +102,11 @@ bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, c
   ss.seq.store(seq);
   std::vector<std::string> names;
   for (const auto& ci : cache::ListCollections(c)) names.push_back(ci.name);
-  bool ok = db::WriteSnapshot(c, cfg.wal_dir, seq, names, info, err);
+  bool ok = db::WriteSnapshot(c, cfg.wal_dir, seq, names, info, err, hooks.progress);
   int64_t took = WallMs() - t0;
+  if (!ok) return failed(took);
   ss.started_ms.store(0);
-  ss.last_failed.store(ok ? 0 : 1);
-  if (!ok) {
-    ss.failures.fetch_add(1);
-    LOG_ERR("snapshot (%s) failed after %lld ms: %s; the previous snapshots stay", why,
-            static_cast<long long>(took), err->c_str());
-    return false;
-  }
+  ss.last_failed.store(0);
   ss.snapshots.fetch_add(1);
   ss.last_at_ms.store(WallMs());
   ss.last_took_ms.store(took);
@@ -152,8 +155,8 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
               i + 1 < files.size() ? "falling back to the previous one" : "no older snapshot: starting empty");
       continue;
     }
-    uint64_t loaded = 0, expired = 0;
-    std::string cur;
+    uint64_t loaded = 0, expired = 0, skipped = 0;
+    std::string cur, first_skip;
     cache::TableRef t;
     bool have = false, full = false;
     bool ok = db::ReadSnapshot(path, [&](std::string_view coll, const cache::Entry& e) {
@@ -165,9 +168,8 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
           have = true;
         }
       }
-      if (!have) return true;
       std::string ierr;
-      mem::Status s = cache::ImportEntry(c, t, e, &ierr);
+      mem::Status s = have ? cache::ImportEntry(c, t, e, &ierr) : mem::Status::kStale;
       if (s == mem::Status::kOk) {
         ++loaded;
       } else if (s == mem::Status::kNotFound) {
@@ -175,6 +177,10 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
       } else if (s == mem::Status::kNoMem) {
         full = true;
         return false;
+      } else if (skipped++ == 0) {  // kTooBig (max_value_mb lowered), kInvalid, no collection
+        first_skip = "collection '" + cur + "' key '" + e.key.substr(0, 64) + "': " +
+                     (!have ? std::string("the collection cannot be made")
+                            : ierr.empty() ? std::string(mem::StatusName(s)) : ierr);
       }
       return true;
     }, &info, &why);
@@ -197,6 +203,10 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
                static_cast<unsigned long long>(loaded), path.c_str(),
                static_cast<long long>((WallMs() - info.finished_ms) / 1000), static_cast<unsigned long long>(expired),
                static_cast<long long>(WallMs() - t0), i ? " (a newer snapshot was damaged)" : "");
+    if (skipped) {
+      LOG_ERR("snapshot %s: %llu key(s) could not be stored and are NOT loaded; the first: %s", path.c_str(),
+              static_cast<unsigned long long>(skipped), first_skip.c_str());
+    }
     return true;
   }
   if (!files.empty()) {
@@ -221,9 +231,7 @@ void RunPersist(proc::ModuleProcContext& pc) {
     const char* why = nullptr;
     std::string rule;
     if (req != handled) {
-      why = "BGSAVE";
-      ss.started_ms.store(now);  // "in progress" from the moment the request is taken
-      ss.handled.store(req);
+      why = "BGSAVE";  // marked handled by TakeSnapshot once it holds the claim
     } else if (now - last_try >= 5000 || ss.last_failed.load() == 0) {
       // A rule: SECONDS since the last good snapshot and CHANGES since.
       // After a failure, rules retry every 5 s (Redis: CONFIG_BGSAVE_RETRY_DELAY).
@@ -242,8 +250,9 @@ void RunPersist(proc::ModuleProcContext& pc) {
       last_try = now;
       db::SnapshotInfo info;
       std::string err;
-      (void)TakeSnapshot(*pc.ctx, pc.procs, cfg, why, &info, &err);
-      ss.started_ms.store(0);
+      SnapshotHooks hooks;
+      if (req != handled) hooks.take_request = req;
+      (void)TakeSnapshot(*pc.ctx, pc.procs, cfg, why, &info, &err, hooks);
     }
     usleep(100 * 1000);
   }

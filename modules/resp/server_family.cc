@@ -399,10 +399,7 @@ void CmdInfo(CmdCtx& c) {
     // Snapshots: Redis's rdb_* names (a snapshot is our RDB).
     const proc::SnapshotStats& ss = e.procs->snap;
     uint64_t changes = 0;
-    for (const auto& ci : cache::ListCollections(*e.ctx)) {
-      changes += ci.stats[cache::kStatStores] + ci.stats[cache::kStatRemoves] + ci.stats[cache::kStatExpired] +
-                 ci.stats[cache::kStatEvicted];
-    }
+    for (const auto& ci : cache::ListCollections(*e.ctx)) changes += ci.changes;
     uint64_t base = ss.changes_at_last.load();
     int64_t last = ss.last_at_ms.load() ? ss.last_at_ms.load() : e.procs->started_ms.load();
     int64_t started = ss.started_ms.load();

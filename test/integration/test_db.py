@@ -61,7 +61,8 @@ def fill_types(r, n, prefix="k", ttl=None, value="v1"):
     r.hset(prefix + "bighash", mapping={"field%d" % j: "val%d" % j for j in range(600)})
     r.sadd(prefix + "bigset", *["m%d" % j for j in range(600)])
     r.sadd(prefix + "intset", *range(50))
-    return n + 3
+    r.set(prefix + "bigvalue", "b" * 300000)  # above the scan's copy cap: read by key
+    return n + 4
 
 
 def snapshot(r, keys):
@@ -164,16 +165,16 @@ class Persistence:
     """The acceptance tests, run against each backend (the subclasses)."""
     backend = None
 
-    def daemon(self, mode=0, extra=(), arena_mb=64):
-        d = Daemon(arena_mb=arena_mb, overrides=["db.url=" + self.backend.url(), "db.mode=%d" % mode,
-                              "db.persist_collections=0"] + list(extra))
+    def daemon(self, mode=0, extra=(), arena_mb=64, collections=("0",)):
+        d = Daemon(arena_mb=arena_mb, overrides=["db.url=" + self.backend.url(), "db.mode=%d" % mode] +
+                   ["db.persist_collections=" + c for c in collections] + list(extra))
         self.addCleanup(d.stop)
         return d
 
     def test_save_30000_entries_holds_exactly_the_live_rows(self):
         d = self.daemon()
         r = redis.Redis(port=d.port)
-        n = fill_types(r, 30000 - 3)
+        n = fill_types(r, 30000 - 4)
         for i in range(50):
             r.set("gone%d" % i, "x", px=1)  # expired before the save: not saved
         time.sleep(0.05)
@@ -284,6 +285,23 @@ class Persistence:
         self.assertEqual(r.get("only-in-cache"), b"stays")
         self.assertIsNone(r.get("old"))
 
+    def test_save_and_load_every_collection_on_one_connection(self):
+        # Regression (review, session 8): on PostgreSQL the second
+        # collection's save prepared "put" again on the same connection
+        # and failed.
+        d = self.daemon(collections=())
+        r = redis.Redis(port=d.port)
+        for db in range(16):
+            r.execute_command("SELECT", db)
+            r.set("k", "db%d" % db)
+        rep = mi(d, "perf_save")
+        self.assertIn("result", rep, rep)
+        self.assertEqual((rep["result"]["collections"], rep["result"]["saved"]), (16, 16))
+        self.assertEqual(self.backend.count("15"), 1)
+        self.assertEqual(self.backend.value_of("k", "15"), "db15")
+        rep = mi(d, "perf_load")
+        self.assertEqual((rep["result"]["collections"], rep["result"]["loaded"]), (16, 16), rep)
+
     def test_sync_saves_and_says_there_is_no_cluster(self):
         d = self.daemon()
         redis.Redis(port=d.port).set("a", "b")
@@ -346,6 +364,9 @@ class Sqlite(Persistence, unittest.TestCase):
         self.assertIn("no collection 'nope'", bad.stderr)
         bad = subprocess.run([BIN, "-C", "-o", "db.table=x;drop"], capture_output=True, text=True)
         self.assertIn("[db] table", bad.stderr)
+        bad = subprocess.run([BIN, "-C", "-o", "db.url=sqlite:///x.db", "-o", "db.mode=1", "-o", "wal.dir=/tmp/x"],
+                             capture_output=True, text=True)
+        self.assertIn("both load at start", bad.stderr)
         # A start-up load that cannot happen is fatal, with the reason.
         p = subprocess.run([BIN, "-D", "-o", "listen.resp=127.0.0.1:%d" % free_port(), "-o", "mi.fifo_name=",
                             "-o", "mi.datagram=", "-o", "memory.arena_mb=32",

@@ -157,6 +157,25 @@ class Snapshots(unittest.TestCase):
         self.addCleanup(d2.stop)
         self.assertEqual(redis.Redis(port=d2.port).mget("a", "b", "c", "d"), [b"1", b"2", b"3", b"4"])
 
+    def test_bgsave_asked_during_a_save_runs_after_it(self):
+        # Regression (review, session 8): the persist process marked the
+        # request taken before it held the claim; a SAVE holding it made
+        # the BGSAVE vanish.
+        d = self.daemon(arena_mb=256)
+        r = redis.Redis(port=d.port)
+        subprocess.run(["redis-benchmark", "-p", str(d.port), "-t", "set", "-n", "300000", "-r", "300000",
+                        "-d", "200", "-P", "32", "-q"], check=True, capture_output=True, timeout=120)
+        import threading
+        t = threading.Thread(target=lambda: redis.Redis(port=d.port).save())
+        t.start()
+        deadline = time.time() + 10
+        while time.time() < deadline and not r.info("persistence")["rdb_bgsave_in_progress"]:
+            time.sleep(0.002)
+        self.assertTrue(r.execute_command("BGSAVE", "SCHEDULE"))
+        t.join()
+        self.assertTrue(wait_snapshots(self.dir + "/data", 2, timeout=20), "the BGSAVE asked during SAVE never ran")
+        self.assertIn("snapshot (BGSAVE)", d.read_log())
+
     def test_commands_and_errors(self):
         d = Daemon()  # no [wal] dir
         self.addCleanup(d.stop)

@@ -241,6 +241,15 @@ TEST(Config, UnknownKeyListsTheSection) {
                LoadErr("[wal]\nfsync = always\n").c_str());
   STRCMP_EQUAL("F:2: expected SECONDS CHANGES (two positive integers, e.g. 300 100), got '300'",
                LoadErr("[wal]\nsave = 300\n").c_str());
+  {
+    // save = "" clears the rules given before it, as Redis's save "".
+    proc::Config c;
+    std::string err;
+    CHECK(proc::ApplyOverride("wal.save=300 100", &c, &err));
+    CHECK(proc::ApplyOverride("wal.save=\"\"", &c, &err));
+    CHECK(proc::FinishConfig(&c, &err));
+    LONGS_EQUAL(0, c.wal_save.size());
+  }
   STRCMP_EQUAL("F:2: unknown key 'password' in [secrets] (expected one of: resp, http)",
                LoadErr("[secrets]\npassword = x\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'size' in [collection] (expected buckets, buckets_log2, load_factor, "

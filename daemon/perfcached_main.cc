@@ -145,7 +145,6 @@ int main(int argc, char** argv) {
   if (check) {
     int nw = cfg.workers > 0 ? cfg.workers : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     std::printf("configuration OK (%s)\n", cfg.source.c_str());
-    for (const auto& n : cfg.notes) std::printf("  note: %s\n", n.c_str());
     std::printf("  %d worker(s) + timer, arena %d MiB (cap %d MiB, hugepages %s)\n", nw,
                 cfg.arena_mb, cfg.arena_cap_mb ? cfg.arena_cap_mb : cfg.arena_mb,
                 cfg.hugepages.c_str());

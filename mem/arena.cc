@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -61,12 +62,21 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   a->meta_end_ = meta_bytes;
   size_t want = o.prefault ? commit : meta_bytes;
   if (want < meta_bytes) want = meta_bytes;
-  if (!PopulateRange(m.base + kGroupSize, want - kGroupSize, m.tier)) {
-    *err = "cannot fault the first " + std::to_string(want >> 20) + " MiB of the arena (" +
-           TierName(m.tier) + "): " + m.note;
-    munmap(m.base, m.bytes);
-    delete a;
-    return nullptr;
+  // The first group is faulted (MapShared tried the tier on it); the rest
+  // in steps, so that a large arena's progress can be told.
+  size_t step = AlignUp(o.progress_step ? o.progress_step : want, kGroupSize);
+  if (o.progress) o.progress(kGroupSize, want);
+  for (size_t done = kGroupSize; done < want;) {
+    size_t n = std::min(step, want - done);
+    if (!PopulateRange(m.base + done, n, m.tier)) {
+      *err = "cannot fault the first " + std::to_string(want >> 20) + " MiB of the arena (" +
+             TierName(m.tier) + ", stopped at " + std::to_string(done >> 20) + " MiB): " + m.note;
+      munmap(m.base, m.bytes);
+      delete a;
+      return nullptr;
+    }
+    done += n;
+    if (o.progress) o.progress(done, want);
   }
   auto* h = new (m.base) ArenaHeader();
   h->magic = kArenaMagic;

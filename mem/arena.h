@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 
@@ -74,6 +75,12 @@ struct ArenaOptions {
   bool lock_memory = false;   // mlock committed memory (warn when refused)
   size_t max_value = 512u << 20;  // largest value a record may hold
   uint32_t max_procs = 64;    // process slots (allocator + stats lines)
+  // Called while the committed part is faulted in at start: once before
+  // the first step (done = the bytes already there), after every
+  // `progress_step` bytes, and once at the end (done == total). mem/ only
+  // counts; the caller decides what to say (proc/daemon.cc logs it).
+  std::function<void(size_t done, size_t total)> progress;
+  size_t progress_step = 256u << 20;  // bytes faulted per step (a multiple of kGroupSize)
 };
 
 // Group map entry: kind in the top byte; below it the run length (large

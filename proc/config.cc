@@ -360,6 +360,17 @@ std::string OriginKey(std::string_view section, std::string_view key) {
   return std::string(section) + "." + std::string(key);
 }
 
+// A setting -o gives twice is refused, both values named: which one the
+// operator meant is not ours to guess (a file that sets a key twice is
+// refused too; a -o over the file's value is what -o is for). Lists add
+// up and never come here. `okey` is OriginKey's (buckets_log2 is buckets).
+bool OverrideOnce(const std::string& okey, std::string_view kv, Config* c, std::string* err) {
+  auto [it, first] = c->overrides_given.emplace(okey, std::string(kv));
+  if (first) return true;
+  *err = "-o " + std::string(kv) + ": given twice (first -o " + it->second + "): give it once";
+  return false;
+}
+
 }  // namespace
 
 std::span<const ParamSpec> Params() { return kParams; }
@@ -461,9 +472,7 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
       return false;
     }
     std::string okey = OriginKey("collection " + name, ckey);
-    if (auto it = c->origin.find(okey); it != c->origin.end() && it->second.rfind("-o ", 0) == 0) {
-      c->notes.push_back(where + " is given twice: the last value is used");
-    }
+    if (!OverrideOnce(okey, kv, c, err)) return false;
     c->collection_overrides.push_back({name, std::string(ckey), std::string(kv.substr(eq + 1)), where});
     c->origin[okey] = where;
     return true;
@@ -476,10 +485,7 @@ bool ApplyOverride(std::string_view kv, Config* c, std::string* err) {
     return false;
   }
   std::string okey = OriginKey(section, key);
-  if (auto it = c->origin.find(okey);
-      it != c->origin.end() && it->second.rfind("-o ", 0) == 0 && !IsListKey(section, key)) {
-    c->notes.push_back(where + " is given twice: the last value is used");
-  }
+  if (!IsListKey(section, key) && !OverrideOnce(okey, kv, c, err)) return false;
   c->origin[okey] = where;
   if (IsListKey(section, key)) {
     for (const std::string& item : SplitList(kv.substr(eq + 1))) c->origin[okey + "=" + item] = where;

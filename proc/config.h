@@ -100,8 +100,9 @@ struct Config {
     std::string name, key, value, where;
   };
   std::vector<CollectionOverride> collection_overrides;
-  // What -C reports without refusing (a -o given twice: the last one wins).
-  std::vector<std::string> notes;
+  // "section.key" -> the "section.key=value" its -o gave (not for lists):
+  // a second -o of one setting is refused with both values.
+  std::map<std::string, std::string> overrides_given;
   std::vector<std::string> argv;  // the command line (MI `arg`)
 };
 
@@ -152,8 +153,8 @@ bool SetReloadable(Config* c, std::string_view key, std::string_view value, std:
 bool LoadConfigFile(const std::string& path, Config* c, std::string* err);
 // Apply "section.key=value" (collections: "collection.NAME.key=value", for
 // a collection the file declares or a default database). A file that sets
-// a key twice is refused (list keys add up); a -o given twice: the last
-// wins, noted in Config::notes.
+// a key twice is refused (list keys add up), and so is a second -o of one
+// setting (both values named); a -o over the file's value wins.
 bool ApplyOverride(std::string_view kv, Config* c, std::string* err);
 // Cross-field checks and derived defaults (databases -> collections, ...).
 // Errors start with where the offending key was set ("FILE:LINE: ", "-o

@@ -30,6 +30,7 @@
 #include "proc/notify.h"
 #include "proc/reload.h"
 #include "proc/secret.h"
+#include "proc/tier_words.h"
 
 namespace proc {
 namespace {
@@ -49,29 +50,6 @@ int64_t WallMs() {
 }
 
 void OwnerBump(std::atomic<int64_t>& v, int64_t x) { v.store(x, std::memory_order_relaxed); }
-
-// The arena's tier note in words for the start-up log: the ladder's errno
-// texts ("Bad address" is MADV_POPULATE_WRITE's EFAULT when the hugetlb
-// pool has no page to give) say nothing to an operator. mem/ keeps the raw
-// note (MI arena_info, INFO, MEMORY DOCTOR show it).
-std::string ExplainTierNote(std::string note) {
-  static const struct {
-    const char* raw;
-    const char* words;
-  } kWords[] = {
-      {"hugetlb: no free huge page (Bad address)",
-       "hugetlb: the pool had no free 2 MiB page (vm.nr_hugepages and vm.nr_overcommit_hugepages are used up or 0)"},
-      {"hugetlb: mmap refused (Cannot allocate memory)",
-       "hugetlb: no 2 MiB pages can be had (vm.nr_hugepages = vm.nr_overcommit_hugepages = 0, or memory is short)"},
-      {"thp: shmem_enabled does not allow it",
-       "thp: /sys/kernel/mm/transparent_hugepage/shmem_enabled is not 'advise' or 'always'"},
-  };
-  for (const auto& w : kWords) {
-    size_t at = note.find(w.raw);
-    if (at != std::string::npos) note.replace(at, std::strlen(w.raw), w.words);
-  }
-  return note;
-}
 
 void RaiseFdLimit(int want) {
   rlimit rl;
@@ -109,7 +87,7 @@ void RaiseFdLimit(int want) {
         a.tier() != mem::Tier::kHugetlb && ev.degraded_sent.exchange(1) == 0) {
       RaiseEvent(ev, kEvMemDegraded,
                  {P("requested_mb", int64_t{cfg.arena_mb}), P("tier", mem::TierName(a.tier())),
-                  P("note", a.tier_note())},
+                  P("note", ExplainTierNote(a.tier_note()))},
                  wall);
     }
     bool behind = false;
@@ -532,6 +510,34 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
   ao.max_value = static_cast<size_t>(cfg.max_value_mb) << 20;
   int nmods = static_cast<int>(hooks.procs.size());
   ao.max_procs = static_cast<uint32_t>(nworkers + 2 + nmods > 8 ? nworkers + 2 + nmods : 8);
+  // Faulting a large arena in takes seconds (about 1 s a GiB on 4 KiB
+  // pages): from 1 GiB the start and the end are logged, and at any size
+  // the progress every second meanwhile (log and systemd STATUS=).
+  int64_t fault_start = MonoMs(), fault_said = fault_start;
+  bool fault_told = false;
+  ao.progress = [&](size_t done, size_t total) {
+    constexpr double kGiB = double(size_t{1} << 30);
+    int64_t now = MonoMs();
+    if (done < total && done <= mem::kGroupSize) {  // the first call
+      if (total >= (size_t{1} << 30)) {
+        LOG_NOTICE("arena: faulting in %.1f GiB (progress every second)", total / kGiB);
+        fault_told = true;
+      }
+      return;
+    }
+    if (done < total && now - fault_said >= 1000) {
+      LOG_NOTICE("arena: faulted in %.1f of %.1f GiB (%d%%)", done / kGiB, total / kGiB,
+                 static_cast<int>(done * 100 / total));
+      char st[96];
+      std::snprintf(st, sizeof st, "mapping the arena: faulted in %.1f of %.1f GiB", done / kGiB, total / kGiB);
+      notify.Status(st);
+      fault_said = now;
+      fault_told = true;
+    } else if (done == total && fault_told) {
+      LOG_NOTICE("arena: faulted in %.1f of %.1f GiB in %.1f s", done / kGiB, total / kGiB,
+                 static_cast<double>(now - fault_start) / 1000);
+    }
+  };
   mem::Arena* a = mem::Arena::Create(ao, &err);
   if (!a) {
     LOG_ERR("cannot create the arena: %s", err.c_str());

@@ -19,6 +19,7 @@
 #include "mem/slab.h"
 #include "proc/events.h"
 #include "proc/log.h"
+#include "proc/tier_words.h"
 #include "proc/version.h"
 
 namespace modules::mi_door {
@@ -354,7 +355,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"pages_drained", p->drained.load()}});
         }
         return mi::MiResult(Json{{"tier", mem::TierName(a.tier())},
-                                 {"tier_note", a.tier_note()},
+                                 {"tier_note", proc::ExplainTierNote(a.tier_note())},
                                  {"cap_bytes", a.cap_bytes()},
                                  {"populated_bytes", a.populated_bytes()},
                                  {"committed_bytes", a.committed_bytes()},
@@ -503,7 +504,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (!only.empty() && list.empty()) return mi::MiError(404, "no such collection");
         mem::Arena& a = e->pc.ctx->arena;
         Json arena{{"tier", mem::TierName(a.tier())},
-                   {"tier_note", a.tier_note()},
+                   {"tier_note", proc::ExplainTierNote(a.tier_note())},
                    {"cap_bytes", a.cap_bytes()},
                    {"committed_bytes", a.committed_bytes()},
                    {"used_bytes", a.used_bytes()},

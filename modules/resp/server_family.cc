@@ -19,6 +19,7 @@
 #include "modules/resp/command.h"
 #include "proc/secret.h"
 #include "proc/log.h"
+#include "proc/tier_words.h"
 
 namespace modules::resp {
 
@@ -909,7 +910,7 @@ void CmdMemory(CmdCtx& c) {
     }
     if (a.tier() != mem::Tier::kHugetlb) {
       out += std::string("* The arena is on ") + mem::TierName(a.tier()) + " pages, not 2 MiB hugetlb ones (" +
-             a.tier_note() + ").\n";
+             proc::ExplainTierNote(a.tier_note()) + ").\n";
     }
     if (out.empty()) {
       out = "No memory problem found: " + Human(used) + " used of a " + Human(cap) +

@@ -74,6 +74,17 @@ def http_request(port, method, path, body=None, headers=None, host=None):
     return r.status, data, r.getheader("Content-Type")
 
 
+def override_args(defaults, overrides):
+    """The -o arguments: each default replaced by an override of the same
+    section.key (the daemon refuses a setting -o gives twice), then the
+    other overrides in order."""
+    given = {o.split("=", 1)[0] for o in overrides}
+    out = []
+    for o in [d for d in defaults if d.split("=", 1)[0] not in given] + list(overrides):
+        out += ["-o", o]
+    return out
+
+
 def children(pid):
     try:
         out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
@@ -104,20 +115,19 @@ class Daemon:
         self.workdir = tempfile.mkdtemp(prefix="perfcached-test-")
         self.log_path = os.path.join(self.workdir, "perfcached.log")
         self.fifo = os.path.join(self.workdir, "perfcached_fifo")
-        args = [BIN, "-D", "-o", f"listen.resp={host}:{self.port}",
-                "-o", f"mi.fifo_name={self.fifo}", "-o", f"mi.reply_dir={self.workdir}/",
-                "-o", f"mi.datagram={self.workdir}/mi.sock",
-                "-o", f"memory.arena_mb={arena_mb}", "-o", "memory.hugepages=off"]
+        defaults = [f"listen.resp={host}:{self.port}", f"mi.fifo_name={self.fifo}",
+                    f"mi.reply_dir={self.workdir}/", f"mi.datagram={self.workdir}/mi.sock",
+                    f"memory.arena_mb={arena_mb}", "memory.hugepages=off"]
         if workers is not None:
-            args += ["-o", f"daemon.workers={workers}"]
+            defaults.append(f"daemon.workers={workers}")
+        args = [BIN, "-D"]
         self.config_path = None
         if config is not None:
             self.config_path = path = os.path.join(self.workdir, "perfcached.conf")
             with open(path, "w") as f:
                 f.write(config)
             args += ["-f", path]
-        for o in overrides:
-            args += ["-o", o]
+        args += override_args(defaults, overrides)
         self.args = args
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)

@@ -109,6 +109,7 @@ class Events(unittest.TestCase):
         ev = self.next_event("E_PERF_MEM_DEGRADED")
         self.assertEqual(ev["params"]["tier"], tier)
         self.assertIn("nr_overcommit_hugepages", ev["params"]["note"])
+        self.assertNotIn("Bad address", ev["params"]["note"])  # in words (proc/tier_words.h)
         self.sock.settimeout(1.0)
         with self.assertRaises(socket.timeout):
             while True:

@@ -21,7 +21,7 @@ import unittest
 
 import redis  # Debian's python3-redis
 
-from harness import BIN, Daemon, free_port, mi_datagram_raw, mi_fifo_raw, wait_port
+from harness import BIN, Daemon, free_port, mi_datagram_raw, mi_fifo_raw, override_args, wait_port
 
 NOBODY = 65534
 
@@ -350,12 +350,10 @@ class ForeignOwners(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def run_fg(self, *overrides):
-        args = [BIN, "-D", "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off", "-o", "daemon.workers=1",
-                "-o", "listen.resp=127.0.0.1:%d" % free_port(),
-                "-o", "mi.fifo_name=%s/fifo" % self.dir, "-o", "mi.reply_dir=%s/" % self.dir,
-                "-o", "mi.datagram=%s/mi.sock" % self.dir]
-        for o in overrides:
-            args += ["-o", o]
+        args = [BIN, "-D"] + override_args(
+            ["memory.arena_mb=32", "memory.hugepages=off", "daemon.workers=1",
+             "listen.resp=127.0.0.1:%d" % free_port(), "mi.fifo_name=%s/fifo" % self.dir,
+             "mi.reply_dir=%s/" % self.dir, "mi.datagram=%s/mi.sock" % self.dir], overrides)
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             _, err = p.communicate(timeout=15)
@@ -457,13 +455,11 @@ class Background(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def args(self, *overrides):
-        a = [BIN, "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off", "-o", "daemon.workers=2",
-             "-o", "listen.resp=127.0.0.1:%d" % self.port, "-o", "daemon.pid_file=%s" % self.pid_file,
-             "-o", "mi.fifo_name=%s/fifo" % self.dir, "-o", "mi.reply_dir=%s/" % self.dir,
-             "-o", "mi.datagram=%s/mi.sock" % self.dir]
-        for o in overrides:
-            a += ["-o", o]
-        return a
+        return [BIN] + override_args(
+            ["memory.arena_mb=32", "memory.hugepages=off", "daemon.workers=2",
+             "listen.resp=127.0.0.1:%d" % self.port, "daemon.pid_file=%s" % self.pid_file,
+             "mi.fifo_name=%s/fifo" % self.dir, "mi.reply_dir=%s/" % self.dir,
+             "mi.datagram=%s/mi.sock" % self.dir], overrides)
 
     def start(self, *overrides, **kw):
         # communicate() returns only when every process let go of stderr.
@@ -712,16 +708,60 @@ class Logs(unittest.TestCase):
         self.assertFalse(os.path.exists(d.fifo), "the FIFO outlived the daemon")
 
     def test_hugetlb_failure_in_words(self):
+        """The tier note in words on every surface: the start-up log, MI
+        mem_shm_dump and perf_stats, MEMORY DOCTOR, INFO (proc/tier_words.h)."""
         d = Daemon(workers=1, arena_mb=32, overrides=["memory.hugepages=auto"])
+        try:
+            log = d.read_log()
+            shown = {"log": [l for l in log.splitlines() if "notice: arena:" in l][0]}
+            dump = json.loads(mi_fifo_raw(d.fifo, d.workdir, mi_request("mem_shm_dump")))["result"]
+            shown["mem_shm_dump"] = dump["tier_note"]
+            stats = json.loads(mi_fifo_raw(d.fifo, d.workdir, mi_request("perf_stats")))["result"]
+            shown["perf_stats"] = stats["arena"]["tier_note"]
+            c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=10)
+            shown["MEMORY DOCTOR"] = c.execute_command("MEMORY", "DOCTOR").decode()
+            shown["INFO"] = json.dumps(c.info("all"))
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+        tier = dump["tier"]
+        self.assertIn("tier %s (" % tier, shown["log"])
+        for where, text in shown.items():
+            for raw in ("Bad address", "Cannot allocate memory", "Invalid argument", "the kernel said"):
+                self.assertNotIn(raw, text, where)
+        if tier != "hugetlb":  # this machine's pool had no page to give: every surface says so in words
+            for where in ("log", "mem_shm_dump", "perf_stats", "MEMORY DOCTOR"):
+                self.assertRegex(shown[where], r"hugetlb: (the pool had no free 2 MiB page|no 2 MiB pages can be had)",
+                                 where)
+            self.assertIn(dump["tier_note"], shown["MEMORY DOCTOR"])
+            self.assertEqual(dump["tier_note"], shown["perf_stats"])
+
+    def test_large_arena_fault_in_progress(self):
+        """A large arena takes seconds to fault in: the start and the end are
+        logged at notice (from 1 GiB; every second meanwhile), before the
+        arena's own line. A small one says nothing more."""
+        d = Daemon(workers=1, arena_mb=2048)
         try:
             log = d.read_log()
         finally:
             self.assertEqual(d.stop(), 0)
-        line = [l for l in log.splitlines() if "notice: arena:" in l][0]
-        self.assertNotIn("Bad address", line)
-        self.assertNotIn("Cannot allocate memory", line)
-        if "tier hugetlb" not in line:  # this machine's pool had no page to give
-            self.assertRegex(line, r"hugetlb: (the pool had no free 2 MiB page|no 2 MiB pages can be had)")
+        lines = log.splitlines()
+        start = [i for i, l in enumerate(lines) if "notice: arena: faulting in 2.0 GiB" in l]
+        end = [i for i, l in enumerate(lines) if "notice: arena: faulted in 2.0 of 2.0 GiB in " in l]
+        arena = [i for i, l in enumerate(lines) if "notice: arena: 2048 MiB committed" in l]
+        self.assertEqual((len(start), len(end), len(arena)), (1, 1, 1), log)
+        self.assertLess(start[0], end[0])
+        self.assertLess(end[0], arena[0])
+        for l in lines[start[0] + 1:end[0]]:  # in between: only progress, each further on
+            self.assertRegex(l, r"notice: arena: faulted in \d+\.\d of 2\.0 GiB \(\d+%\)$")
+        small = Daemon(workers=1, arena_mb=256)
+        try:
+            log = small.read_log()
+        finally:
+            self.assertEqual(small.stop(), 0)
+        self.assertIn("notice: arena: 256 MiB committed", log)
+        self.assertNotIn("faulting in", log)
+        self.assertNotIn("faulted in", log)
 
     def healthy_gauge(self, port):
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -826,11 +866,27 @@ class CheckMode(unittest.TestCase):
         # List keys add up (several AUTH secrets rotate, CIDRs accumulate).
         p = self.check("[listen]\nresp_allow = 10.0.0.0/8\nresp_allow = 10.1.0.0/16\n")
         self.assertEqual(p.returncode, 0, p.stderr)
-        # A -o given twice: the last wins and -C says so.
+        # A -o given twice is refused, both values named (the last used to
+        # win silently); lists add up; a -o over the file's value wins.
         p = self.check(None, "memory.arena_mb=32", "memory.arena_mb=64")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("perfcached: -o memory.arena_mb=64: given twice (first -o memory.arena_mb=32): give it once",
+                      p.stderr)
+        p = self.check(None, "collection.3.buckets=4096", "collection.3.buckets_log2=10")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("-o collection.3.buckets_log2=10: given twice (first -o collection.3.buckets=4096)", p.stderr)
+        p = self.check(None, "listen.resp_allow=10.0.0.0/8", "listen.resp_allow=10.1.0.0/16", "wal.save=60 1",
+                       "wal.save=300 10", "secrets.resp=a", "secrets.resp=b")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("note: -o memory.arena_mb is given twice: the last value is used", p.stdout)
+        p = self.check("[memory]\narena_mb = 16\n", "memory.arena_mb=64")
+        self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("arena 64 MiB", p.stdout)
+        # The daemon itself (not only -C) refuses to start with it.
+        p = subprocess.run([BIN, "-D", "-o", "listen.resp=127.0.0.1:0", "-o", "mi.fifo_name=", "-o", "mi.datagram=",
+                            "-o", "memory.arena_mb=16", "-o", "daemon.workers=1", "-o", "daemon.workers=2"],
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("-o daemon.workers=2: given twice (first -o daemon.workers=1): give it once", p.stderr)
 
     def test_listen_errors_name_their_line(self):
         p = self.check("[listen]\nresp_allow = 10.0.0.0/8\nresp_allow = 10.0.0.300\nresp_allow = 10.2.0.0/16\n")

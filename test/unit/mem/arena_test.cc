@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mem/arena.h"
@@ -308,6 +309,44 @@ TEST(Arena, CreateErrors) {
   CHECK(CreateError(o).find("arena too small") != std::string::npos);
   o.arena_mb = 0;
   CHECK(CreateError(o).find("arena too small") != std::string::npos);
+}
+
+// The fault-in at start reports its progress: first the group MapShared
+// faulted, then every step, last done == total; the memory is all there.
+TEST(Arena, FaultInProgressFromStartToEnd) {
+  ArenaOptions o;
+  o.arena_mb = 15;  // 7.5 steps of 2 MiB: the last one is short
+  o.best_tier = Tier::kSmall;
+  o.progress_step = 2u << 20;
+  std::vector<std::pair<size_t, size_t>> calls;
+  o.progress = [&](size_t done, size_t total) { calls.emplace_back(done, total); };
+  std::string err;
+  a = Arena::Create(o, &err);
+  CHECK_TEXT(a != nullptr, err.c_str());
+  size_t want = 16u << 20;  // rounded up to whole groups
+  CHECK_EQUAL(want, a->populated_bytes());
+  CHECK_EQUAL(8u, calls.size());  // the start and 7 steps
+  CHECK_EQUAL(kGroupSize, calls.front().first);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    CHECK_EQUAL(want, calls[i].second);
+    if (i) CHECK(calls[i].first > calls[i - 1].first);
+  }
+  CHECK_EQUAL(want, calls.back().first);
+  // A step that is not a whole number of groups is rounded up to one;
+  // without a callback nothing changes.
+  Arena::Destroy(a);
+  calls.clear();
+  o.progress_step = 3u << 20;  // -> 4 MiB
+  a = Arena::Create(o, &err);
+  CHECK(a != nullptr);
+  CHECK_EQUAL(5u, calls.size());  // 2, 6, 10, 14, 16 MiB
+  CHECK_EQUAL(6u << 20, calls[1].first);
+  CHECK_EQUAL(want, calls.back().first);
+  Arena::Destroy(a);
+  o.progress = nullptr;
+  a = Arena::Create(o, &err);
+  CHECK(a != nullptr);
+  CHECK_EQUAL(want, a->populated_bytes());
 }
 
 TEST(Arena, CapBelowCommitIsRaised) {

@@ -518,12 +518,40 @@ TEST(Config, CheckCatches) {
   e = LoadErr("[collection s]\nbuckets = 64\n[collection s]\nbuckets_log2 = 8\n");
   CHECK(e.rfind("F:4: 'buckets_log2' is set twice in [collection s]", 0) == 0);
   STRCMP_EQUAL("<ok>", FinishErr("[listen]\nresp_allow = 10.0.0.0/8\nresp_allow = 10.1.0.0/16\n").c_str());
-  // A -o given twice: the last wins, and -C notes it.
+  // A -o given twice is refused with both values (it used to take the
+  // last one silently); a -o over the file's value is what -o is for.
   Config n;
   STRCMP_EQUAL("<ok>", OverrideErr("memory.arena_mb=32", &n).c_str());
-  STRCMP_EQUAL("<ok>", OverrideErr("memory.arena_mb=64", &n).c_str());
-  LONGS_EQUAL(64, n.arena_mb);
-  UNSIGNED_LONGS_EQUAL(1, n.notes.size());
+  STRCMP_EQUAL("-o memory.arena_mb=64: given twice (first -o memory.arena_mb=32): give it once",
+               OverrideErr("memory.arena_mb=64", &n).c_str());
+  STRCMP_EQUAL("-o memory.arena_mb=32: given twice (first -o memory.arena_mb=32): give it once",
+               OverrideErr("memory.arena_mb=32", &n).c_str());  // the same value too
+  Config f;
+  STRCMP_EQUAL("<ok>", LoadErr("[memory]\narena_mb = 16\n", &f).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("memory.arena_mb=64", &f).c_str());
+  LONGS_EQUAL(64, f.arena_mb);
+  // ... a collection's key (buckets and buckets_log2 are one setting) ...
+  Config cn;
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.0.buckets=64", &cn).c_str());
+  STRCMP_EQUAL("-o collection.0.buckets_log2=8: given twice (first -o collection.0.buckets=64): give it once",
+               OverrideErr("collection.0.buckets_log2=8", &cn).c_str());
+  STRCMP_EQUAL("<ok>", OverrideErr("collection.1.buckets=64", &cn).c_str());  // another collection
+  // ... while list keys add up (and secrets, which are lists).
+  Config l;
+  for (const char* kv : {"listen.resp_allow=10.0.0.0/8", "listen.resp_allow=10.1.0.0/16", "wal.save=60 1",
+                         "wal.save=300 10", "db.persist_collections=0", "db.persist_collections=1",
+                         "secrets.resp=a", "secrets.resp=b"}) {
+    STRCMP_EQUAL("<ok>", OverrideErr(kv, &l).c_str());
+  }
+  UNSIGNED_LONGS_EQUAL(2, l.resp_allow.size());
+  UNSIGNED_LONGS_EQUAL(2, l.wal_save.size());
+  UNSIGNED_LONGS_EQUAL(2, l.persist_collections.size());
+  UNSIGNED_LONGS_EQUAL(2, l.resp_secrets.size());
+  // BuildConfig (start-up and every SIGHUP) refuses it the same way.
+  Config bc;
+  std::string berr;
+  CHECK_FALSE(proc::BuildConfig({"", {"daemon.workers=2", "daemon.log_level=info", "daemon.workers=3"}}, &bc, &berr));
+  STRCMP_EQUAL("-o daemon.workers=3: given twice (first -o daemon.workers=2): give it once", berr.c_str());
   // [listen] list items are named by their own line.
   STRCMP_EQUAL("F:2: [listen] resp_allow: expected an address or CIDR (10.0.0.0/8, 2001:db8::/32), got 'bogus'",
                FinishErr("[listen]\nresp_allow = bogus\nresp_allow = 10.0.0.0/8\n").c_str());

@@ -68,7 +68,7 @@ FILES = {
 }
 
 # The sources a package is built from (for "newer than the sources").
-SOURCE_DIRS = ("cache", "contrib", "daemon", "debian", "man", "mem", "mi", "modules", "net", "proc", "scripts")
+SOURCE_DIRS = ("cache", "contrib", "daemon", "db", "debian", "man", "mem", "mi", "modules", "net", "proc", "scripts")
 SOURCE_FILES = ("Makefile", "README.md")
 # What dpkg-buildpackage itself writes into debian/ (make deb cleans it after).
 BUILD_OUTPUT = re.compile(r"^(tmp|perfcached|perfcached-tools|\.debhelper|files|debhelper-build-stamp"
@@ -249,6 +249,11 @@ class Deb(unittest.TestCase):
         # the daemon's user reads the config (group perfcached) and it checks
         p = run(["runuser", "-u", USER, "--", "/usr/sbin/perfcached", "-C", "-f", CONF], timeout=30)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        # the installed man pages render (man-db from the installed paths)
+        for page in (("8", "perfcached"), ("5", "perfcached.conf"), ("1", "perfcli")):
+            p = run(["man", "-P", "cat", page[0], page[1]], timeout=60, env=dict(os.environ, MANWIDTH="80"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(page[1].upper(), p.stdout.upper())
         # the config's runtime paths are in the unit's RuntimeDirectory=
         unit = unit_entries(UNIT)
         rundir = "/run/%s/" % unit[("Service", "RuntimeDirectory")][0]
@@ -295,6 +300,7 @@ class Deb(unittest.TestCase):
         self.assertEqual({proc_uid(k) for k in kids}, {uid})
 
         cli = ["redis-cli", "-h", "127.0.0.1", "-p", str(port)]
+        self.assertEqual(run(cli + ["PING"], timeout=20).stdout.strip(), "PONG")
         self.assertEqual(run(cli + ["SET", "deb:key", "from the package"], timeout=20).stdout.strip(), "OK")
         self.assertEqual(run(cli + ["GET", "deb:key"], timeout=20).stdout.strip(), "from the package")
         # perfcli as the daemon's user: its reply FIFO / socket is its own
@@ -303,6 +309,9 @@ class Deb(unittest.TestCase):
         p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "version"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn('"Server": "perfcached ', p.stdout)
+        p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "uptime"], timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr + read_log())
+        self.assertIn("Up time", p.stdout)
         p = run(perfcli + ["--datagram", dgram, "mi", "perf_get", "deb:key"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn("from the package", p.stdout)

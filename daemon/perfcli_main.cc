@@ -60,6 +60,24 @@ bool TakesArray(const std::string& cmd) {
   return false;
 }
 
+// The daemon may run as another user (the Debian package's `perfcached`)
+// than perfcli (root at 3 a.m.): it must be able to write into our reply
+// FIFO / socket. Give it to the group of the daemon's own FIFO / socket,
+// group-writable (0620), as root can and as a member of that group can;
+// world-writable never. Otherwise it stays 0600 and a missing reply says
+// why (Hint).
+void LetDaemonWrite(const std::string& reply, const std::string& daemon_path) {
+  struct stat st {};
+  if (stat(daemon_path.c_str(), &st) != 0 || st.st_uid == geteuid()) return;
+  if (chown(reply.c_str(), static_cast<uid_t>(-1), st.st_gid) == 0) (void)chmod(reply.c_str(), 0620);
+}
+std::string Hint(const std::string& daemon_path) {
+  struct stat st {};
+  if (stat(daemon_path.c_str(), &st) != 0 || st.st_uid == geteuid()) return "";
+  return " (the daemon runs as uid " + std::to_string(st.st_uid) + ": run perfcli as root, as that user, or as a "
+         "member of gid " + std::to_string(st.st_gid) + ")";
+}
+
 bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::string& body,
              int timeout_ms, std::string* out, std::string* err) {
   std::string name = "perfcli_reply_" + std::to_string(getpid()) + "_" + std::to_string(NowMs());
@@ -69,6 +87,7 @@ bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::s
     *err = "cannot create reply FIFO " + path + ": " + std::strerror(errno);
     return false;
   }
+  LetDaemonWrite(path, fifo);
   int rfd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   int wfd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   bool ok = false;
@@ -95,7 +114,7 @@ bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::s
           break;
         }
       }
-      if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s";
+      if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s" + Hint(fifo);
     }
     close(wfd);
   }
@@ -119,7 +138,9 @@ bool ViaDatagram(const std::string& sock, const std::string& body, int timeout_m
   std::memcpy(srv.sun_path, sock.c_str(), sock.size());
   unlink(mine.c_str());
   bool ok = false;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) {
+  bool bound = bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) == 0;
+  if (bound) LetDaemonWrite(mine, sock);
+  if (!bound) {
     *err = "bind " + mine + ": " + std::strerror(errno);
   } else if (sendto(fd, body.data(), body.size(), 0, reinterpret_cast<sockaddr*>(&srv), sizeof srv) < 0) {
     *err = "cannot send to " + sock + ": " + std::strerror(errno);
@@ -133,7 +154,7 @@ bool ViaDatagram(const std::string& sock, const std::string& body, int timeout_m
         ok = true;
       }
     }
-    if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s";
+    if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s" + Hint(sock);
   }
   close(fd);
   unlink(mine.c_str());

@@ -312,6 +312,12 @@ class Deb(unittest.TestCase):
         p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "uptime"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn("Up time", p.stdout)
+        # ... and as root, the operator at 3 a.m.: perfcli hands its reply
+        # FIFO / socket to the daemon's group (0620), not to the world
+        for door in (["--fifo", fifo, "--reply-dir", work + "/"], ["--datagram", dgram]):
+            p = run(["/usr/bin/perfcli"] + door + ["mi", "uptime"], timeout=30)
+            self.assertEqual(p.returncode, 0, (door, p.stderr, read_log()))
+            self.assertIn("Up time", p.stdout)
         p = run(perfcli + ["--datagram", dgram, "mi", "perf_get", "deb:key"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn("from the package", p.stdout)

@@ -30,11 +30,6 @@ namespace {
 using mi::Json;
 using mi::Params;
 
-int64_t WallMs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
-}
 
 void Store(std::atomic<int64_t>& v, int64_t x) { v.store(x, std::memory_order_relaxed); }
 void Add(std::atomic<uint64_t>& v, uint64_t x) { v.fetch_add(x, std::memory_order_relaxed); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +17,13 @@
 #include "proc/proctable.h"
 
 namespace modules::db_module {
+
+// Wall-clock unix ms: the stats' times, snapshot durations, heartbeats.
+inline int64_t WallMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
 
 // A claim on a one-at-a-time slot in shared memory (PersistStats::busy_pid,
 // SnapshotStats::busy_pid): the holder's pid; a dead holder's is taken over.

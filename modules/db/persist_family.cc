@@ -23,9 +23,7 @@ void CmdSave(CmdCtx& c) {
   proc::ProcEntry* self = c.env.self;
   hooks.progress = [self] {
     if (!self) return;
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    self->heartbeat_ms.store(int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000, std::memory_order_relaxed);
+    self->heartbeat_ms.store(WallMs(), std::memory_order_relaxed);
   };
   if (!TakeSnapshot(*c.env.ctx, c.env.procs, *c.env.cfg, "SAVE", &info, &err, hooks)) return c.r.Error("ERR " + err);
   c.r.Simple("OK");

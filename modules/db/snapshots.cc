@@ -23,11 +23,6 @@
 namespace modules::db_module {
 namespace {
 
-int64_t WallMs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
-}
 
 bool MakeDirs(const std::string& dir, std::string* err) {
   std::string part;

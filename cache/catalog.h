@@ -175,8 +175,13 @@ struct Ctx {
   int64_t clock_skew_ms = 0;       // tests: pretend time moved
   bool touch = true;               // reads count as accesses (cache/access.h; NoTouch)
   // Told of each key a full arena made this process evict (cache/evict.h
-  // MakeRoomFor): collection, key. Set by a door that raises events.
-  std::function<void(std::string_view, std::string_view)> on_evict;
+  // MakeRoomFor): collection, key, the evicted record's version. Set by a
+  // door that raises events or logs (the WAL).
+  std::function<void(std::string_view, std::string_view, uint64_t)> on_evict;
+  // Told of each key a clear removed (FLUSHDB, FLUSHALL, a drop:
+  // ClearCollection), after the bucket's lock is gone: collection, key, the
+  // removed record's version. The WAL logs a tombstone for each.
+  std::function<void(std::string_view, std::string_view, uint64_t)> on_cleared;
   std::string scratch;             // reused buffers (no malloc per op)
   std::vector<Off> dead;           // cells to free after unlock
 };
@@ -237,6 +242,12 @@ bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out);
 void ResetCollectionStats(Ctx& c, const TableRef& t);
 void ResetCollectionStat(Ctx& c, const TableRef& t, Stat s);
 uint64_t CollectionEntries(const Ctx& c, const TableRef& t);
+// The table's version floor (record.h): at least the version of every
+// record ever removed from it. A WAL tombstone carries it (db/wal.h).
+uint64_t VersionFloor(const TableRef& t);
+// After a load that kept versions (snapshot, WAL replay): raise the floor
+// to v, so every later write outranks what was loaded and logged.
+void RaiseVersionFloor(const TableRef& t, uint64_t v);
 uint64_t SumStat(const Ctx& c, const TableRef& t, Stat s);
 
 }  // namespace cache

@@ -1015,6 +1015,10 @@ Status Dict::Commit() {
   o.keep_ttl = !replace_;
   if (replace_) o.expire_ms = replace_expire_ms_;
   o.shallow_old = !replace_;
+  if (publish_version_ != 0) {
+    o.if_newer = true;
+    o.version = publish_version_;
+  }
   Status s = Set(c_, t_, key_, out, o);
   if (s != Status::kOk) return s;
   committed_ = true;

@@ -97,6 +97,10 @@ class Dict {
   // After LoadForReplace: the expiry the published value takes (absolute
   // ms, 0 = never; an import publishes value and TTL in one swap).
   void SetReplaceExpire(int64_t ms) { replace_expire_ms_ = ms; }
+  // An import that keeps the source's version (snapshot load, WAL replay):
+  // Commit publishes with version v, and only if v is newer than the key's
+  // current version (kVersion if not; cache/ops.h StoreOpts::if_newer).
+  void SetPublishVersion(uint64_t v) { publish_version_ = v; }
 
   bool Find(std::string_view field, std::string* value = nullptr);
   // Stage: insert or replace; returns true when the field is new.
@@ -161,6 +165,7 @@ class Dict {
   bool committed_ = false;
   bool replace_ = false;
   int64_t replace_expire_ms_ = 0;
+  uint64_t publish_version_ = 0;  // 0: the next version (the usual case)
   bool alloc_failed_ = false;
   bool locked_ = false;
   detail::KeyLock klock_;

@@ -207,7 +207,7 @@ void PoolInsert(Candidate&& cand) {
 
 bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
   if (EvictKey(c, v.t, v.key, v.version) != Status::kOk) return false;  // changed or gone
-  if (on_evict) on_evict(v.coll, v.key);
+  if (on_evict) on_evict(v.coll, v.key, v.version);
   return true;
 }
 

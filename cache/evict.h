@@ -42,8 +42,9 @@ MemoryLimits GetMemoryLimits(const Ctx& c);
 void SetMemoryLimits(Ctx& c, const MemoryLimits& l);
 void InitMemoryLimits(Catalog* cat);
 
-// Called by `EnsureMemory` for each key it evicts (collection, key).
-using EvictedFn = std::function<void(std::string_view, std::string_view)>;
+// Called by `EnsureMemory` for each key it evicts: collection, key, and
+// the version the evicted record had (a WAL tombstone carries it).
+using EvictedFn = std::function<void(std::string_view, std::string_view, uint64_t)>;
 
 // Before a write that may grow memory: evict until used memory is at most
 // maxmemory, at most 256 keys. kOk when it is, when no limit is set, or when

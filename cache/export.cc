@@ -7,6 +7,7 @@
 
 #include "cache/dict.h"
 #include "cache/number.h"
+#include "cache/record.h"
 #include "cache/scan.h"
 
 namespace cache {
@@ -172,6 +173,10 @@ Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err) 
   if (e.expire_ms != 0 && e.expire_ms <= NowMs(c)) return Status::kNotFound;
   StoreOpts o;
   o.expire_ms = e.expire_ms;
+  if (e.version != 0) {  // keep the source's version: newer wins
+    o.if_newer = true;
+    o.version = e.version;
+  }
   switch (e.type) {
     case kTypeString:
       return Set(c, t, e.key, e.value, o);
@@ -194,14 +199,19 @@ Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err) 
         *err = std::string(pairs ? "hash" : "set") + " value: " + why;
         return Status::kInvalid;
       }
-      return RunDict([&] {
+      Status st = RunDict([&] {
         Dict d(c, t, e.key, e.type);
         Status s = d.LoadForReplace();
         if (s != Status::kOk) return s;
+        // Not newer than what the key holds: nothing to do (RunDict would
+        // take Commit's kVersion for a lost race and run again).
+        if (e.version != 0 && d.version() != 0 && !VersionNewer(e.version, d.version())) return Status::kExists;
         d.SetReplaceExpire(e.expire_ms);
+        if (e.version != 0) d.SetPublishVersion(e.version);
         (void)DecodeItems(e.value, pairs, [&](std::string_view a, std::string_view b) { d.Put(a, b); }, &why);
         return d.Commit();
       });
+      return st == Status::kExists ? Status::kVersion : st;
     }
     default:
       *err = "type " + std::to_string(e.type) + " has no exported form";

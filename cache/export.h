@@ -37,7 +37,7 @@ struct Entry {
   uint8_t type = kTypeString;  // kTypeString, kTypeInt, kTypeHash, kTypeSet
   std::string value;           // the logical encoding above
   int64_t expire_ms = 0;       // absolute wall-clock ms, 0 = never
-  uint64_t version = 0;        // the record's version when read (0 in an Entry to import)
+  uint64_t version = 0;        // the record's version when read; to import: kept (0: the next)
 };
 
 // "string", "counter", "hash", "set"; nullptr for a type without an
@@ -71,7 +71,11 @@ bool DecodeItems(std::string_view enc, bool pairs,
 // privately and published whole, with its expiry). An entry whose expiry
 // has passed is not stored: kNotFound. kInvalid: the value does not
 // decode for its type (*err says why; nothing was changed). kNoMem,
-// kTooBig as Set.
+// kTooBig as Set. An Entry with a version (a snapshot's, a WAL record's)
+// is stored with that version, and only over an older one: kVersion when
+// the key already holds this version or a newer one (replay is
+// idempotent). The caller raises the table's floor after a load
+// (RaiseVersionFloor). Version 0 (an SQL row) takes the next version.
 [[nodiscard]] Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err);
 
 }  // namespace cache

@@ -314,6 +314,17 @@ Status OpenCollection(Ctx& c, std::string_view name, TableRef* out) {
 
 namespace {
 
+// Ctx::on_cleared for each record in c.dead (unlinked, not yet freed: only
+// this process frees them, so their keys are still there to read).
+void TellCleared(Ctx& c, const TableHeader& h) {
+  if (!c.on_cleared) return;
+  std::string_view coll(h.name, strnlen(h.name, sizeof h.name));
+  for (Off d : c.dead) {
+    RecView v{c.arena.At(d)};
+    c.on_cleared(coll, std::string_view(v.key(), v.klen()), v.version());
+  }
+}
+
 // Clear every bucket and the overflow table. The admin lock is held, so no
 // split or merge moves keys across the walk (a clear racing a split used to
 // leave the moved keys behind).
@@ -346,6 +357,7 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     if (uint32_t* hint = detail::HintAt(c.arena, h, i)) mem::StoreRelaxed32(hint, 0);
     WriteEnd(*b);
     mem::Unlock(b->lock);
+    TellCleared(c, h);
     for (Off d : c.dead) FreeValue(c, d);
     n += c.dead.size();
     c.dead.clear();
@@ -375,6 +387,7 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     mem::Unlock(h.ovf.lock);
+    TellCleared(c, h);
     for (Off d : c.dead) FreeValue(c, d);
     for (Off d : nodes) c.alloc.Free(d);
     c.dead.clear();
@@ -507,6 +520,10 @@ void ResetCollectionStat(Ctx& c, const TableRef& t, Stat s) {
   if (s == kStatCreated || s == kStatDestroyed) return;  // they make the entries gauge
   t.h->stat_base[s].store(SumStat(c, t, s));
 }
+
+uint64_t VersionFloor(const TableRef& t) { return t.h->ver_floor.load(std::memory_order_acquire); }
+
+void RaiseVersionFloor(const TableRef& t, uint64_t v) { detail::RaiseFloor(*t.h, v); }
 
 void ResetCollectionStats(Ctx& c, const TableRef& t) {
   for (int s = 0; s < kStatCount; ++s) {

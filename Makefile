@@ -136,7 +136,8 @@ soak-short: $(SOAK_BIN)
 	$(Q)$(SOAK_BIN) --procs 3 --seconds 6 --keys 20000
 	$(Q)$(SOAK_BIN) --procs 3 --seconds 6 --keys 20000 --crash 12
 
-# make soak: >= 30 minutes, >= 1,000 kills, every crash point (issue 7).
+# make soak: >= 30 minutes, >= 1,000 kills, every crash point (issue 7); the WAL
+# crash test (kill -9 of the daemon, a worker, the WAL process) 20 rounds (issue 11).
 SOAK_MINUTES ?= 30
 soak: $(SOAK_BIN) crash-build
 	$(Q)$(SOAK_BIN) --procs 4 --seconds 120 --keys 200000
@@ -144,6 +145,8 @@ soak: $(SOAK_BIN) crash-build
 	$(Q)$(CRASH_BUILD)/bin/crash_points --all
 	$(Q)$(MAKE) --no-print-directory $(DAEMON_BIN)
 	$(Q)cd test/integration && PERFCACHED_LONG=1 /usr/bin/python3 -m unittest -v test_engine_trust
+	$(Q)cd test/integration && PERFCACHED_WAL_ROUNDS=20 /usr/bin/python3 -m unittest -v \
+	  test_wal.Wal.test_always_kill9_whole_daemon_loses_no_acknowledged_write
 
 # Crash points (mem/crash_point.h): the engine rebuilt with a kill site at
 # every store, and the driver that kills a writer at each and audits.
@@ -183,7 +186,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot
+FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot wal
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -225,6 +228,10 @@ $(BUILD)/fuzz/snapshot_fuzz: test/fuzz/snapshot_fuzz.cc $(ENGINE_SRCS) db/snapsh
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/snapshot_fuzz.cc $(ENGINE_SRCS) db/snapshot.cc db/crc32c.cc -lzstd
+$(BUILD)/fuzz/wal_fuzz: test/fuzz/wal_fuzz.cc $(ENGINE_SRCS) db/wal.cc db/crc32c.cc db/wal.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/wal_fuzz.cc $(ENGINE_SRCS) db/wal.cc db/crc32c.cc
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)
@@ -274,6 +281,7 @@ bench: deps all
 	$(Q)bench/mi_impact.sh
 	$(Q)bench/eviction.py
 	$(Q)bench/snapshot.py
+	$(Q)bench/wal.py
 
 format-check:
 	$(Q)clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')

@@ -56,7 +56,8 @@ bool SaveCollection(cache::Ctx& c, Backend& b, std::string_view collection, Resu
   return ok;
 }
 
-bool LoadCollection(cache::Ctx& c, Backend& b, std::string_view collection, Result* r, std::string* err) {
+bool LoadCollection(cache::Ctx& c, Backend& b, std::string_view collection, Result* r, std::string* err,
+                    const ImportedFn& imported) {
   int64_t t0 = MonoMs();
   *r = Result{};
   cache::TableRef t;
@@ -84,6 +85,11 @@ bool LoadCollection(cache::Ctx& c, Backend& b, std::string_view collection, Resu
     mem::Status s = cache::ImportEntry(c, t, e, &why);
     if (s == mem::Status::kOk) {
       ++r->rows;
+      if (imported && !imported(t, e.key, err)) {
+        *err = Named(collection, *err);
+        full = true;
+        return false;
+      }
     } else if (s == mem::Status::kNotFound) {
       ++r->expired;  // expired between the delete and now
     } else if (s == mem::Status::kNoMem) {

@@ -9,6 +9,7 @@
 // replacing a key the collection already holds and keeping the others.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,10 @@ bool SaveCollection(cache::Ctx& c, Backend& b, std::string_view collection, Resu
 // Load `collection` from the table. A row that does not decode, or whose
 // type this build does not know, is skipped and counted (r->bad); an arena
 // that fills up stops the load: false and *err (the rows before it stay).
-bool LoadCollection(cache::Ctx& c, Backend& b, std::string_view collection, Result* r, std::string* err);
+// `imported` (may be empty) is told of each key stored (the WAL logs it);
+// false stops the load with *err.
+using ImportedFn = std::function<bool(const cache::TableRef& t, std::string_view key, std::string* err)>;
+bool LoadCollection(cache::Ctx& c, Backend& b, std::string_view collection, Result* r, std::string* err,
+                    const ImportedFn& imported = {});
 
 }  // namespace db

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "db/codec.h"
 #include "db/crc32c.h"
 
 namespace db {
@@ -33,52 +34,12 @@ int64_t WallMs() {
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
-void PutU32(std::string* o, uint32_t v) { o->append(reinterpret_cast<const char*>(&v), 4); }
-void PutU64(std::string* o, uint64_t v) { o->append(reinterpret_cast<const char*>(&v), 8); }
-void PutVarint(std::string* o, uint64_t v) {
-  do {
-    uint8_t b = v & 0x7f;
-    v >>= 7;
-    o->push_back(static_cast<char>(b | (v ? 0x80 : 0)));
-  } while (v);
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-// A bounded reader over one block's bytes.
-struct Cursor {
-  std::string_view s;
-  size_t pos = 0;
-  bool Varint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos >= s.size()) return false;
-      uint8_t b = static_cast<uint8_t>(s[pos++]);
-      *v |= uint64_t{b & 0x7fu} << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  }
-  bool Bytes(uint64_t n, std::string_view* out) {
-    if (n > s.size() - pos) return false;
-    *out = s.substr(pos, n);
-    pos += n;
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (s.size() - pos < 8) return false;
-    *v = GetU64(s.data() + pos);
-    pos += 8;
-    return true;
-  }
-};
+using codec::Cursor;
+using codec::GetU32;
+using codec::GetU64;
+using codec::PutU32;
+using codec::PutU64;
+using codec::PutVarint;
 
 std::string SnapName(uint64_t seq) {
   char b[64];
@@ -108,7 +69,7 @@ class Writer {
       unlink(tmp_.c_str());
     }
   }
-  bool Open(const std::string& dir, uint64_t seq, std::string* err) {
+  bool Open(const std::string& dir, uint64_t seq, uint64_t wal_pos, std::string* err) {
     dir_ = dir;
     seq_ = seq;
     tmp_ = dir + "/.snapshot-" + std::to_string(seq) + "-" + std::to_string(getpid()) + ".tmp";
@@ -123,16 +84,19 @@ class Writer {
     PutU32(&h, 0);
     PutU64(&h, seq);
     PutU64(&h, static_cast<uint64_t>(started_));
+    PutU64(&h, wal_pos);
+    wal_pos_ = wal_pos;
     h.resize(60, '\0');
     PutU32(&h, Crc32c(h.data(), 60));
     bytes_ += h.size();
     return WriteAll(fd_, h, err, tmp_);
   }
-  bool Collection(std::string_view name, std::string* err) {
+  bool Collection(std::string_view name, uint64_t floor, std::string* err) {
     if (!FlushRecords(err)) return false;
     std::string raw;
     PutVarint(&raw, name.size());
     raw.append(name);
+    PutVarint(&raw, floor);
     ++collections_;
     return Block(kCollection, raw, raw, err);
   }
@@ -179,7 +143,7 @@ class Writer {
       (void)fsync(dfd);
       close(dfd);
     }
-    *info = SnapshotInfo{final_path, seq_, started_, finished, records_, collections_, bytes_, raw_};
+    *info = SnapshotInfo{final_path, seq_, started_, finished, records_, collections_, bytes_, raw_, wal_pos_, {}};
     return true;
   }
 
@@ -210,7 +174,7 @@ class Writer {
   }
 
   std::string dir_, tmp_, buf_;
-  uint64_t seq_ = 0, records_ = 0, collections_ = 0, bytes_ = 0, raw_ = 0;
+  uint64_t seq_ = 0, records_ = 0, collections_ = 0, bytes_ = 0, raw_ = 0, wal_pos_ = 0;
   int64_t started_ = 0;
   int fd_ = -1;
 };
@@ -218,13 +182,16 @@ class Writer {
 }  // namespace
 
 bool WriteSnapshot(cache::Ctx& c, const std::string& dir, uint64_t seq, const std::vector<std::string>& names,
-                   SnapshotInfo* info, std::string* err, const std::function<void()>& progress) {
+                   uint64_t wal_pos, SnapshotInfo* info, std::string* err,
+                   const std::function<void()>& progress) {
   Writer w;
-  if (!w.Open(dir, seq, err)) return false;
+  if (!w.Open(dir, seq, wal_pos, err)) return false;
   for (const std::string& name : names) {
     cache::TableRef t;
     if (cache::OpenCollection(c, name, &t) != mem::Status::kOk) continue;  // dropped meanwhile
-    if (!w.Collection(name, err)) return false;
+    // The floor as the walk begins: at least every version removed before
+    // it, so replay after a restart outranks the log (RaiseVersionFloor).
+    if (!w.Collection(name, cache::VersionFloor(t), err)) return false;
     uint64_t cursor = 0;
     bool ok = true;
     do {
@@ -271,6 +238,7 @@ bool ReadSnapshot(const std::string& path,
   if (GetU32(h + 8) != kFormat) return fail(8, "format " + std::to_string(GetU32(h + 8)) + " (this build reads 1)");
   info->seq = GetU64(h + 16);
   info->started_ms = static_cast<int64_t>(GetU64(h + 24));
+  info->wal_pos = GetU64(h + 32);
   uint64_t at = kHeader;
   std::string stored, raw, coll;
   bool have_coll = false, ended = false;
@@ -304,8 +272,13 @@ bool ReadSnapshot(const std::string& path,
     if (kind == kCollection) {
       uint64_t n;
       std::string_view name;
-      if (!cur.Varint(&n) || !cur.Bytes(n, &name) || cur.pos != body.size()) return fail(at, "bad collection block");
+      uint64_t floor = 0;
+      if (!cur.Varint(&n) || !cur.Bytes(n, &name) || (cur.pos < body.size() && !cur.Varint(&floor)) ||
+          cur.pos != body.size()) {
+        return fail(at, "bad collection block");
+      }
       coll.assign(name);
+      info->floors.emplace_back(coll, floor);
       have_coll = true;
       ++info->collections;
     } else if (kind == kRecords) {
@@ -343,6 +316,21 @@ bool ReadSnapshot(const std::string& path,
     at += kBlockHeader + stored_len;
   }
   if (!ended) return fail(at, "no end block (a snapshot cut short)");
+  return true;
+}
+
+bool ReadSnapshotHeader(const std::string& path, SnapshotInfo* info) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char h[kHeader];
+  bool ok = read(fd, h, kHeader) == static_cast<ssize_t>(kHeader) && std::memcmp(h, kMagic, 8) == 0 &&
+            GetU32(h + 60) == Crc32c(h, 60);
+  close(fd);
+  if (!ok) return false;
+  info->path = path;
+  info->seq = GetU64(h + 16);
+  info->started_ms = static_cast<int64_t>(GetU64(h + 24));
+  info->wal_pos = GetU64(h + 32);
   return true;
 }
 

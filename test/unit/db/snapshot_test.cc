@@ -55,9 +55,13 @@ TEST_GROUP(Snapshot) {
 TEST(Snapshot, WritesReadsAndCounts) {
   for (int i = 0; i < 20000; ++i) CHECK(cache::Set(*f->ctx, t, "k" + std::to_string(i), std::string(50, 'v')) == Status::kOk);
   CHECK(cache::Set(*f->ctx, u, "only", "one") == Status::kOk);
+  CHECK(cache::Del(*f->ctx, t, "k7") == Status::kOk);  // raises t's version floor
+  CHECK(cache::Set(*f->ctx, t, "k7", std::string(50, 'v')) == Status::kOk);
+  uint64_t floor_t = cache::VersionFloor(t);
+  CHECK(floor_t > 0);
   db::SnapshotInfo w, r;
   std::string err;
-  CHECK(db::WriteSnapshot(*f->ctx, dir, 7, {"t", "u", "gone"}, &w, &err));
+  CHECK(db::WriteSnapshot(*f->ctx, dir, 7, {"t", "u", "gone"}, 4242, &w, &err));
   STRCMP_EQUAL((dir + "/snapshot-0000000000000007.pcs").c_str(), w.path.c_str());
   LONGS_EQUAL(20001, w.records);
   LONGS_EQUAL(2, w.collections);  // "gone" does not exist: skipped
@@ -69,6 +73,10 @@ TEST(Snapshot, WritesReadsAndCounts) {
   LONGS_EQUAL(20000, per["t"]);
   LONGS_EQUAL(1, per["u"]);
   LONGS_EQUAL(7, r.seq);
+  LONGS_EQUAL(4242, r.wal_pos);  // where WAL replay starts
+  LONGS_EQUAL(2, r.floors.size());
+  STRCMP_EQUAL("t", r.floors[0].first.c_str());
+  LONGS_EQUAL(floor_t, r.floors[0].second);
   LONGS_EQUAL(w.file_bytes, r.file_bytes);
   CHECK(r.finished_ms >= r.started_ms);
   // No temp file is left.
@@ -82,7 +90,7 @@ TEST(Snapshot, EveryDamagedByteIsRefusedWithWhere) {
   CHECK(cache::Set(*f->ctx, t, "b", "2") == Status::kOk);
   db::SnapshotInfo w, r;
   std::string err;
-  CHECK(db::WriteSnapshot(*f->ctx, dir, 1, {"t"}, &w, &err));
+  CHECK(db::WriteSnapshot(*f->ctx, dir, 1, {"t"}, 0, &w, &err));
   std::string good = Bytes(w.path);
   std::string bad = dir + "/bad.pcs";
   for (size_t i = 0; i < good.size(); ++i) {
@@ -109,7 +117,7 @@ TEST(Snapshot, EveryDamagedByteIsRefusedWithWhere) {
 TEST(Snapshot, ListAndPrune) {
   db::SnapshotInfo w;
   std::string err;
-  for (uint64_t s : {3, 10, 2}) CHECK(db::WriteSnapshot(*f->ctx, dir, s, {"t"}, &w, &err));
+  for (uint64_t s : {3, 10, 2}) CHECK(db::WriteSnapshot(*f->ctx, dir, s, {"t"}, 0, &w, &err));
   Write(dir + "/snapshot-zz.pcs", "not one");
   Write(dir + "/.snapshot-11-999999999.tmp", "a dead writer's");
   auto all = db::ListSnapshots(dir);
@@ -126,6 +134,6 @@ TEST(Snapshot, ListAndPrune) {
 TEST(Snapshot, AnUnwritableDirectorySaysWhy) {
   db::SnapshotInfo w;
   std::string err;
-  CHECK_FALSE(db::WriteSnapshot(*f->ctx, dir + "/missing", 1, {"t"}, &w, &err));
+  CHECK_FALSE(db::WriteSnapshot(*f->ctx, dir + "/missing", 1, {"t"}, 0, &w, &err));
   STRCMP_CONTAINS("No such file or directory", err.c_str());
 }

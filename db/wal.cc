@@ -1,0 +1,239 @@
+// perfcached — WAL records and segments (see wal.h for the format).
+// Copyright (c) 2026 the perfcached authors.
+#include "db/wal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "db/codec.h"
+#include "db/crc32c.h"
+
+namespace db {
+namespace {
+
+constexpr char kMagic[8] = {'P', 'C', 'W', 'A', 'L', 0, 0, 1};
+constexpr uint32_t kFormat = 1;
+
+using codec::Cursor;
+using codec::GetU32;
+using codec::GetU64;
+using codec::PutU32;
+using codec::PutU64;
+using codec::PutVarint;
+
+bool ReadFile(const std::string& path, std::string* out, std::string* err) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *err = path + ": " + std::strerror(errno);
+    return false;
+  }
+  out->clear();
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *err = path + ": read: " + std::strerror(errno);
+      close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+}  // namespace
+
+void EncodeWalRecord(WalKind kind, std::string_view collection, std::string_view key, uint8_t type,
+                     std::string_view value, int64_t expire_ms, uint64_t version, std::string* out) {
+  size_t head = out->size();
+  out->append(kWalRecordHead, '\0');
+  out->push_back(static_cast<char>(kind));
+  PutVarint(out, collection.size());
+  out->append(collection);
+  PutVarint(out, key.size());
+  out->append(key);
+  out->push_back(static_cast<char>(type));
+  PutU64(out, static_cast<uint64_t>(expire_ms));
+  PutU64(out, version);
+  PutVarint(out, value.size());
+  out->append(value);
+  uint32_t len = static_cast<uint32_t>(out->size() - head - kWalRecordHead);
+  uint32_t crc = Crc32c(out->data() + head + kWalRecordHead, len);
+  std::memcpy(out->data() + head, &len, 4);
+  std::memcpy(out->data() + head + 4, &crc, 4);
+}
+
+WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, std::string* err) {
+  if (bytes.size() < kWalRecordHead) return WalDecode::kShort;
+  uint32_t len = GetU32(bytes.data()), crc = GetU32(bytes.data() + 4);
+  if (len > kWalMaxBody) {
+    *err = "record length " + std::to_string(len) + " is not believable";
+    return WalDecode::kBad;
+  }
+  if (bytes.size() - kWalRecordHead < len) return WalDecode::kShort;
+  std::string_view body = bytes.substr(kWalRecordHead, len);
+  if (Crc32c(body.data(), body.size()) != crc) {
+    *err = "record checksum does not match";
+    return WalDecode::kBad;
+  }
+  Cursor c{body};
+  uint8_t kind = 0, type = 0;
+  std::string_view coll, key, value;
+  uint64_t exp = 0, ver = 0;
+  if (!c.U8(&kind) || !c.LenBytes(&coll) || !c.LenBytes(&key) || !c.U8(&type) || !c.U64(&exp) || !c.U64(&ver) ||
+      !c.LenBytes(&value) || c.pos != body.size()) {
+    *err = "record fields do not add up to its length";
+    return WalDecode::kBad;
+  }
+  if (kind < kWalPut || kind > kWalFlush) {
+    *err = "unknown record kind " + std::to_string(kind);
+    return WalDecode::kBad;
+  }
+  if (kind == kWalPut && !cache::ExportTypeName(type)) {
+    *err = "unknown value type " + std::to_string(type);
+    return WalDecode::kBad;
+  }
+  out->kind = static_cast<WalKind>(kind);
+  out->collection.assign(coll);
+  out->entry.key.assign(key);
+  out->entry.type = type;
+  out->entry.value.assign(value);
+  out->entry.expire_ms = static_cast<int64_t>(exp);
+  out->entry.version = ver;
+  *used = kWalRecordHead + len;
+  return WalDecode::kOk;
+}
+
+std::string WalSegmentName(uint64_t start) {
+  char b[64];
+  std::snprintf(b, sizeof b, "wal-%016llx.log", static_cast<unsigned long long>(start));
+  return b;
+}
+
+std::string WalSegmentHeader(uint64_t start) {
+  std::string h(kMagic, 8);
+  PutU32(&h, kFormat);
+  PutU32(&h, 0);
+  PutU64(&h, start);
+  PutU32(&h, Crc32c(h.data(), 24));
+  PutU32(&h, 0);
+  return h;
+}
+
+std::vector<std::pair<uint64_t, std::string>> ListWalSegments(const std::string& dir) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* de = readdir(d)) {
+    unsigned long long start = 0;
+    char tail[8] = {};
+    if (std::strlen(de->d_name) == 24 && std::sscanf(de->d_name, "wal-%16llx.%3s", &start, tail) == 2 &&
+        std::strcmp(tail, "log") == 0) {
+      out.emplace_back(start, dir + "/" + de->d_name);
+    }
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool ReadWal(const std::string& dir, uint64_t from, bool repair,
+             const std::function<bool(uint64_t pos, const WalRecord& r)>& fn, WalReadReport* rep,
+             std::string* err) {
+  auto segs = ListWalSegments(dir);
+  std::string data;
+  WalRecord r;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const auto& [start, path] = segs[i];
+    if (i + 1 < segs.size() && segs[i + 1].first <= from) continue;  // wholly before `from`
+    if (!ReadFile(path, &data, err)) return false;
+    ++rep->segments;
+    if (data.size() < kWalSegmentHeader || std::memcmp(data.data(), kMagic, 8) != 0 ||
+        GetU32(data.data() + 24) != Crc32c(data.data(), 24) || GetU64(data.data() + 16) != start) {
+      rep->problems.push_back(path + ": the segment header does not check: segment skipped (" +
+                              std::to_string(data.size()) + " bytes)");
+      rep->torn_bytes += data.size();
+      continue;
+    }
+    size_t off = kWalSegmentHeader;
+    while (off < data.size()) {
+      size_t used = 0;
+      std::string why;
+      WalDecode d = DecodeWalRecord(std::string_view(data).substr(off), &r, &used, &why);
+      if (d == WalDecode::kBad && data.size() - off >= kWalRecordHead) {
+        // A damaged record whose length still leads to a good record (or
+        // to the end of the file): skip just this one, reported, rather
+        // than cut every good record after it.
+        uint64_t len = GetU32(data.data() + off);
+        uint64_t next = off + kWalRecordHead + len;
+        WalRecord probe;
+        size_t pused = 0;
+        std::string pwhy;
+        if (len <= kWalMaxBody && next <= data.size() &&
+            (next == data.size() ||
+             DecodeWalRecord(std::string_view(data).substr(next), &probe, &pused, &pwhy) == WalDecode::kOk)) {
+          rep->problems.push_back(path + " offset " + std::to_string(off) + ": " + why + ": " +
+                                  std::to_string(next - off) + " byte(s) skipped (one record lost)");
+          rep->torn_bytes += next - off;
+          off = next;
+          continue;
+        }
+      }
+      if (d != WalDecode::kOk) {
+        uint64_t cut = data.size() - off;
+        rep->torn_bytes += cut;
+        rep->problems.push_back(path + " offset " + std::to_string(off) + ": " +
+                                (d == WalDecode::kShort ? std::string("a torn record") : why) + ": " +
+                                std::to_string(cut) + " byte(s) cut off" +
+                                (i + 1 < segs.size() ? " (not the newest segment)" : ""));
+        if (repair && truncate(path.c_str(), static_cast<off_t>(off)) != 0) {
+          rep->problems.push_back(path + ": truncate: " + std::strerror(errno));
+        }
+        break;
+      }
+      uint64_t pos = start + (off - kWalSegmentHeader);
+      off += used;
+      if (pos < from) continue;
+      ++rep->records;
+      rep->bytes += used;
+      rep->end = start + (off - kWalSegmentHeader);
+      if (fn && !fn(pos, r)) {
+        *err = "stopped";
+        return false;
+      }
+    }
+    if (rep->end < start) rep->end = start;
+  }
+  return true;
+}
+
+int DropWalSegmentsBelow(const std::string& dir, uint64_t pos) {
+  auto segs = ListWalSegments(dir);
+  int n = 0;
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    if (segs[i + 1].first > pos) break;
+    if (unlink(segs[i].second.c_str()) == 0) ++n;
+  }
+  return n;
+}
+
+uint64_t WalEndPosition(const std::string& dir) {
+  auto segs = ListWalSegments(dir);
+  if (segs.empty()) return 0;
+  struct stat st {};
+  if (stat(segs.back().second.c_str(), &st) != 0) return segs.back().first;
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  return segs.back().first + (size > kWalSegmentHeader ? size - kWalSegmentHeader : 0);
+}
+
+}  // namespace db

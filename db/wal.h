@@ -1,0 +1,98 @@
+// perfcached — the write-ahead log on disk: records, segments, reading them back.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// A record is a key's state AFTER a write, not the command that made it
+// (docs/persistence.md "The WAL"): replaying a state twice changes nothing,
+// and per-key versions decide between records (newer wins), so the rings
+// of several workers can be merged in any order.
+//
+// A record (integers little-endian):
+//
+//   0 len u32   bytes of the body that follows the 8-byte head
+//   4 crc u32   crc32c of the body
+//   8 body      kind u8 | [varint len][collection] | [varint len][key]
+//               | type u8 | expire_ms i64 | version u64 | [varint len][value]
+//
+//   kind 1 put        the key's state (cache::Entry: type, logical value,
+//                     absolute expiry, version)
+//   kind 2 tombstone  the key is absent; version = the table's version
+//                     floor read after the write (type, expiry, value unused)
+//   kind 3 flush      every key of the collection with a version at or
+//                     below `version` is gone (FLUSHDB, FLUSHALL, a drop);
+//                     key empty
+//
+// A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
+// 32-byte header, then records. Positions count record bytes across
+// segments: a segment holds [start, start + file size - 32). A snapshot
+// records the position written when it began (db/snapshot.h): recovery
+// replays from there.
+//
+//   segment header: 0 magic "PCWAL\0\0\1" | 8 format u32 = 1 | 12 pad
+//                   16 start u64 | 24 crc32c of bytes 0..23 u32 | 28 pad
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/export.h"
+
+namespace db {
+
+enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3 };
+
+inline constexpr size_t kWalRecordHead = 8;
+inline constexpr size_t kWalSegmentHeader = 32;
+// A body above this is refused by the reader (a length that lies).
+inline constexpr uint64_t kWalMaxBody = uint64_t{1} << 31;
+
+struct WalRecord {
+  WalKind kind = kWalPut;
+  std::string collection;
+  cache::Entry entry;  // key; for a put also type, value, expire_ms; version always
+};
+
+// Append one encoded record (head + body) to *out.
+void EncodeWalRecord(WalKind kind, std::string_view collection, std::string_view key, uint8_t type,
+                     std::string_view value, int64_t expire_ms, uint64_t version, std::string* out);
+inline void EncodeWalPut(std::string_view collection, const cache::Entry& e, std::string* out) {
+  EncodeWalRecord(kWalPut, collection, e.key, e.type, e.value, e.expire_ms, e.version, out);
+}
+// Decode one record at the start of `bytes`. kOk: *used bytes consumed.
+// kShort: the record is not whole (a torn tail). kBad: a checksum or a
+// field does not check (*err says which).
+enum class WalDecode { kOk, kShort, kBad };
+WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, std::string* err);
+
+std::string WalSegmentName(uint64_t start);
+std::string WalSegmentHeader(uint64_t start);
+// The segments in dir, oldest first: (start, path).
+std::vector<std::pair<uint64_t, std::string>> ListWalSegments(const std::string& dir);
+
+struct WalReadReport {
+  uint64_t segments = 0, records = 0, bytes = 0;
+  uint64_t end = 0;              // the position after the last good record
+  uint64_t torn_bytes = 0;       // cut off (a torn or damaged tail)
+  std::vector<std::string> problems;  // one line each: segment, offset, what
+};
+// Read every record at position >= from, oldest first; fn (may be empty:
+// verify only) returns false to stop. A segment whose tail is torn or
+// damaged is read up to the last good record; with `repair` the file is
+// cut there (ftruncate), so the next writer appends after good data. A
+// damaged segment header skips that segment. False (and *err) only when
+// the directory cannot be read or fn stopped.
+bool ReadWal(const std::string& dir, uint64_t from, bool repair,
+             const std::function<bool(uint64_t pos, const WalRecord& r)>& fn, WalReadReport* rep,
+             std::string* err);
+
+// Delete the segments that lie wholly below `pos` (a later segment starts
+// at or below it); the newest segment always stays. Returns how many went.
+int DropWalSegmentsBelow(const std::string& dir, uint64_t pos);
+
+// The position after the newest segment's bytes (where the next segment
+// starts); 0 for an empty directory.
+uint64_t WalEndPosition(const std::string& dir);
+
+}  // namespace db

@@ -1,0 +1,279 @@
+// perfcached — unit tests for db/wal (records, segments, torn tails) and the versions replay relies on.
+// Copyright (c) 2026 the perfcached authors.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "cache/dict.h"
+#include "cache/export.h"
+#include "cache/ops.h"
+#include "db/wal.h"
+#include "test/unit/cache/fixture.h"
+// CppUTest last: its operator-new macros must not meet the standard headers.
+#include "CppUTest/TestHarness.h"
+
+using mem::Status;
+
+namespace {
+
+std::string Record(db::WalKind k, const std::string& coll, const std::string& key, const std::string& value,
+                   uint64_t version) {
+  std::string out;
+  db::EncodeWalRecord(k, coll, key, cache::kTypeString, value, 0, version, &out);
+  return out;
+}
+
+}  // namespace
+
+TEST_GROUP(WalRecord) {};
+
+TEST(WalRecord, RoundTripsEveryKind) {
+  std::string buf;
+  cache::Entry e;
+  e.key = "k";
+  e.type = cache::kTypeHash;
+  cache::AppendItem(&e.value, "f");
+  cache::AppendItem(&e.value, "v");
+  e.expire_ms = 1234567;
+  e.version = 99;
+  db::EncodeWalPut("coll", e, &buf);
+  db::EncodeWalRecord(db::kWalTombstone, "coll", "gone", 0, {}, 0, 7, &buf);
+  db::EncodeWalRecord(db::kWalFlush, "c2", {}, 0, {}, 0, 42, &buf);
+  db::WalRecord r;
+  size_t used = 0, off = 0;
+  std::string err;
+  CHECK(db::DecodeWalRecord(std::string_view(buf).substr(off), &r, &used, &err) == db::WalDecode::kOk);
+  off += used;
+  LONGS_EQUAL(db::kWalPut, r.kind);
+  STRCMP_EQUAL("coll", r.collection.c_str());
+  STRCMP_EQUAL("k", r.entry.key.c_str());
+  LONGS_EQUAL(cache::kTypeHash, r.entry.type);
+  CHECK(r.entry.value == e.value);
+  LONGS_EQUAL(1234567, r.entry.expire_ms);
+  LONGS_EQUAL(99, r.entry.version);
+  CHECK(db::DecodeWalRecord(std::string_view(buf).substr(off), &r, &used, &err) == db::WalDecode::kOk);
+  off += used;
+  LONGS_EQUAL(db::kWalTombstone, r.kind);
+  LONGS_EQUAL(7, r.entry.version);
+  CHECK(db::DecodeWalRecord(std::string_view(buf).substr(off), &r, &used, &err) == db::WalDecode::kOk);
+  off += used;
+  LONGS_EQUAL(db::kWalFlush, r.kind);
+  STRCMP_EQUAL("c2", r.collection.c_str());
+  LONGS_EQUAL(buf.size(), off);
+}
+
+TEST(WalRecord, EveryCutIsShortAndEveryFlippedByteIsCaught) {
+  std::string rec = Record(db::kWalPut, "0", "key", "value", 5);
+  db::WalRecord r;
+  size_t used;
+  std::string err;
+  for (size_t n = 0; n < rec.size(); ++n) {
+    CHECK(db::DecodeWalRecord(std::string_view(rec).substr(0, n), &r, &used, &err) == db::WalDecode::kShort);
+  }
+  for (size_t i = 0; i < rec.size(); ++i) {
+    std::string bad = rec;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    db::WalDecode d = db::DecodeWalRecord(bad, &r, &used, &err);
+    // A flipped length byte may make the record look longer (short) or
+    // shorter (a checksum over other bytes): never accepted.
+    CHECK(d != db::WalDecode::kOk);
+  }
+  // A length that lies is refused before anything is read for it.
+  std::string huge = rec;
+  uint32_t len = 0xFFFFFFF0u;
+  std::memcpy(huge.data(), &len, 4);
+  CHECK(db::DecodeWalRecord(huge, &r, &used, &err) == db::WalDecode::kBad);
+  CHECK(err.find("not believable") != std::string::npos);
+}
+
+TEST_GROUP(WalSegments) {
+  std::string dir;
+  void setup() override {
+    char tmpl[] = "/tmp/perfcached-walunit-XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  void teardown() override { std::filesystem::remove_all(dir); }
+  void Segment(uint64_t start, const std::string& body) {
+    std::ofstream out(dir + "/" + db::WalSegmentName(start), std::ios::binary | std::ios::trunc);
+    std::string h = db::WalSegmentHeader(start);
+    out.write(h.data(), static_cast<std::streamsize>(h.size()));
+    out.write(body.data(), static_cast<std::streamsize>(body.size()));
+  }
+};
+
+TEST(WalSegments, ReadsFromAPositionAcrossSegments) {
+  std::string a = Record(db::kWalPut, "0", "a", "1", 1) + Record(db::kWalPut, "0", "b", "2", 2);
+  std::string b = Record(db::kWalPut, "0", "c", "3", 3);
+  Segment(0, a);
+  Segment(a.size(), b);
+  STRCMP_EQUAL("wal-0000000000000000.log", db::WalSegmentName(0).c_str());
+  LONGS_EQUAL(a.size() + b.size(), db::WalEndPosition(dir));
+  std::vector<std::string> keys;
+  db::WalReadReport rep;
+  std::string err;
+  auto collect = [&](uint64_t, const db::WalRecord& r) {
+    keys.push_back(r.entry.key);
+    return true;
+  };
+  CHECK(db::ReadWal(dir, 0, false, collect, &rep, &err));
+  LONGS_EQUAL(3, keys.size());
+  LONGS_EQUAL(a.size() + b.size(), rep.end);
+  keys.clear();
+  rep = {};
+  size_t second = Record(db::kWalPut, "0", "a", "1", 1).size();
+  CHECK(db::ReadWal(dir, second, false, collect, &rep, &err));  // from b on
+  LONGS_EQUAL(2, keys.size());
+  STRCMP_EQUAL("b", keys[0].c_str());
+  // A snapshot at position a.size() covers the first segment wholly.
+  LONGS_EQUAL(1, db::DropWalSegmentsBelow(dir, a.size()));
+  LONGS_EQUAL(1, db::ListWalSegments(dir).size());
+  LONGS_EQUAL(0, db::DropWalSegmentsBelow(dir, 1u << 30));  // the newest always stays
+}
+
+TEST(WalSegments, ATornTailIsReportedAndCutWithRepair) {
+  std::string good = Record(db::kWalPut, "0", "a", "1", 1);
+  std::string torn = Record(db::kWalPut, "0", "b", "2", 2);
+  Segment(0, good + torn.substr(0, torn.size() - 3));
+  db::WalReadReport rep;
+  std::string err;
+  uint64_t n = 0;
+  CHECK(db::ReadWal(dir, 0, false, [&](uint64_t, const db::WalRecord&) { return ++n, true; }, &rep, &err));
+  LONGS_EQUAL(1, n);
+  LONGS_EQUAL(torn.size() - 3, rep.torn_bytes);
+  LONGS_EQUAL(1, rep.problems.size());
+  CHECK(rep.problems[0].find("a torn record") != std::string::npos);
+  std::string path = db::ListWalSegments(dir)[0].second;
+  LONGS_EQUAL(db::kWalSegmentHeader + good.size() + torn.size() - 3, std::filesystem::file_size(path));
+  rep = {};
+  CHECK(db::ReadWal(dir, 0, true, {}, &rep, &err));  // repair: cut
+  LONGS_EQUAL(db::kWalSegmentHeader + good.size(), std::filesystem::file_size(path));
+  rep = {};
+  CHECK(db::ReadWal(dir, 0, false, {}, &rep, &err));
+  LONGS_EQUAL(0, rep.problems.size());
+  LONGS_EQUAL(1, rep.records);
+}
+
+TEST(WalSegments, ADamagedRecordInTheMiddleIsSkippedNotCut) {
+  std::string a = Record(db::kWalPut, "0", "a", "1", 1);
+  std::string b = Record(db::kWalPut, "0", "b", "2", 2);
+  std::string c = Record(db::kWalPut, "0", "c", "3", 3);
+  b[b.size() - 2] = static_cast<char>(b[b.size() - 2] ^ 1);  // a bit flipped in b's body
+  Segment(0, a + b + c);
+  std::vector<std::string> keys;
+  db::WalReadReport rep;
+  std::string err;
+  CHECK(db::ReadWal(dir, 0, true, [&](uint64_t, const db::WalRecord& r) {
+    keys.push_back(r.entry.key);
+    return true;
+  }, &rep, &err));
+  LONGS_EQUAL(2, keys.size());  // a and c: the good record after the damage is kept
+  STRCMP_EQUAL("c", keys[1].c_str());
+  LONGS_EQUAL(1, rep.problems.size());
+  CHECK(rep.problems[0].find("skipped") != std::string::npos);
+  LONGS_EQUAL(db::kWalSegmentHeader + a.size() + b.size() + c.size(),
+              std::filesystem::file_size(db::ListWalSegments(dir)[0].second));  // nothing cut
+}
+
+TEST(WalSegments, ADamagedHeaderSkipsOnlyThatSegment) {
+  std::string a = Record(db::kWalPut, "0", "a", "1", 1);
+  Segment(0, a);
+  Segment(a.size(), Record(db::kWalPut, "0", "b", "2", 2));
+  std::string path = db::ListWalSegments(dir)[0].second;
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(17);
+  f.put('\x7f');
+  f.close();
+  db::WalReadReport rep;
+  std::string err;
+  uint64_t n = 0;
+  CHECK(db::ReadWal(dir, 0, false, [&](uint64_t, const db::WalRecord&) { return ++n, true; }, &rep, &err));
+  LONGS_EQUAL(1, n);
+  LONGS_EQUAL(1, rep.problems.size());
+  CHECK(rep.problems[0].find("header does not check") != std::string::npos);
+}
+
+// What replay relies on in the engine: an import keeps the source's
+// version and only replaces an older one; the floor can be raised.
+TEST_GROUP(ReplayVersions) {
+  testing::EngineFixture* f;
+  cache::TableRef t;
+  void setup() override {
+    f = new testing::EngineFixture();
+    t = f->Table("t");
+  }
+  void teardown() override { delete f; }
+};
+
+TEST(ReplayVersions, ImportKeepsTheVersionAndNewerWins) {
+  cache::Entry e;
+  e.key = "k";
+  e.value = "v10";
+  e.version = 10;
+  std::string err;
+  CHECK(cache::ImportEntry(*f->ctx, t, e, &err) == Status::kOk);
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(*f->ctx, t, "k", &ri) == Status::kOk);
+  LONGS_EQUAL(10, ri.version);
+  e.value = "v7";
+  e.version = 7;
+  CHECK(cache::ImportEntry(*f->ctx, t, e, &err) == Status::kVersion);  // older: the table keeps v10
+  e.version = 10;
+  CHECK(cache::ImportEntry(*f->ctx, t, e, &err) == Status::kVersion);  // the same state again
+  e.value = "v12";
+  e.version = 12;
+  CHECK(cache::ImportEntry(*f->ctx, t, e, &err) == Status::kOk);
+  std::string v;
+  CHECK(cache::GetString(*f->ctx, t, "k", &v, &ri) == Status::kOk);
+  STRCMP_EQUAL("v12", v.c_str());
+  LONGS_EQUAL(12, ri.version);
+}
+
+TEST(ReplayVersions, AnAggregateKeepsItsVersionToo) {
+  cache::Entry e;
+  e.key = "h";
+  e.type = cache::kTypeHash;
+  cache::AppendItem(&e.value, "f");
+  cache::AppendItem(&e.value, "new");
+  e.version = 50;
+  std::string err;
+  CHECK(cache::ImportEntry(*f->ctx, t, e, &err) == Status::kOk);
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(*f->ctx, t, "h", &ri) == Status::kOk);
+  LONGS_EQUAL(50, ri.version);
+  cache::Entry old = e;
+  old.value.clear();
+  cache::AppendItem(&old.value, "f");
+  cache::AppendItem(&old.value, "old");
+  old.version = 40;
+  CHECK(cache::ImportEntry(*f->ctx, t, old, &err) == Status::kVersion);
+  cache::Entry back;
+  CHECK(cache::ExportKey(*f->ctx, t, "h", &back) == Status::kOk);
+  CHECK(back.value == e.value);
+}
+
+TEST(ReplayVersions, ARaisedFloorPutsNewKeysAboveTheLog) {
+  cache::RaiseVersionFloor(t, 1000);
+  LONGS_EQUAL(1000, cache::VersionFloor(t));
+  CHECK(cache::Set(*f->ctx, t, "fresh", "x") == Status::kOk);
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(*f->ctx, t, "fresh", &ri) == Status::kOk);
+  CHECK(ri.version > 1000);
+  cache::RaiseVersionFloor(t, 5);  // never lowered
+  LONGS_EQUAL(1000, cache::VersionFloor(t));
+}
+
+TEST(ReplayVersions, ADeleteRaisesTheFloorTheTombstoneCarries) {
+  CHECK(cache::Set(*f->ctx, t, "k", "x") == Status::kOk);
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(*f->ctx, t, "k", &ri) == Status::kOk);
+  CHECK(cache::Del(*f->ctx, t, "k") == Status::kOk);
+  CHECK(cache::VersionFloor(t) >= ri.version);  // the tombstone beats every earlier put of k
+  CHECK(cache::Set(*f->ctx, t, "k", "again") == Status::kOk);
+  cache::ReadInfo again;
+  CHECK(cache::Probe(*f->ctx, t, "k", &again) == Status::kOk);
+  CHECK(again.version > cache::VersionFloor(t) - 1);
+  CHECK(again.version > ri.version);
+}

@@ -110,6 +110,12 @@ proc::DaemonHooks HooksFromModules(const proc::Config& cfg) {
       return true;
     };
   }
+  for (const ModuleExports* m : mods) {
+    if (m->loading_begin && !h.loading_begin) {
+      h.loading_begin = m->loading_begin;
+      h.loading_end = m->loading_end;
+    }
+  }
   if (any_stop) {
     h.at_stop = [mods, c](cache::Ctx& ctx, proc::ProcTable* pt) {
       for (const ModuleExports* m : mods) {

@@ -83,6 +83,10 @@ struct ModuleExports {
   // load); false is fatal. And after a graceful stop: a final save.
   bool (*warm)(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err) = nullptr;
   void (*at_stop)(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg) = nullptr;
+  // While warm runs: serve the bound listening sockets (-LOADING); the
+  // first module that has it. See proc::DaemonHooks::loading_begin.
+  void* (*loading_begin)(const std::vector<int>& listen_fds) = nullptr;
+  void (*loading_end)(void* door) = nullptr;
 };
 
 // Every module of this build, in start order.

@@ -325,7 +325,7 @@ void Server::OnRead(evutil_socket_t, short, void* arg) {
     s->Close(c);  // client-query-buffer-limit
     return;
   }
-  if (!c->cont) s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
+  if (!c->cont && !c->hold_until) s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
 }
 
 // Nothing thrown by a handler (std::bad_alloc, a library's exception) may
@@ -388,10 +388,67 @@ void Server::Process(Conn* c) {
     Close(c);
     return;
   }
+  if (c->hold_until && opt_.durable) {
+    // "Waiting" is visible before the last look at durability (the WAL
+    // process publishes, then looks at it): no wake-up is missed.
+    if (held_.empty() && opt_.waiting) opt_.waiting(true);
+    if (!opt_.durable(c->hold_until)) {
+      if (!c->in_held) {  // a KEYS continuation may run Process again while held
+        c->in_held = true;
+        c->hold_since_ms = c->last_ms;
+        held_.emplace_back(c->fd, c->id);
+      }
+      event_del(c->wev);  // nothing to send until ReleaseHeld (no busy OnWrite)
+      return;
+    }
+    if (held_.empty() && opt_.waiting) opt_.waiting(false);
+  }
+  if (c->in_held) return;  // listed: ReleaseHeld sends it
+  c->hold_until = 0;
   (void)Flush(c);
 }
 
+size_t Server::DropHeld(int64_t now_ms, int64_t max_ms) {
+  std::vector<Conn*> old;
+  for (const auto& [fd, id] : held_) {
+    Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
+    if (c && c->id == id && c->hold_until && now_ms - c->hold_since_ms > max_ms) old.push_back(c);
+  }
+  for (Conn* c : old) Close(c);  // ReleaseHeld drops the closed ones from the list
+  if (!old.empty()) ReleaseHeld();
+  return old.size();
+}
+
+void Server::ReleaseHeld() {
+  std::vector<std::pair<int, uint64_t>> still, ready;
+  for (const auto& [fd, id] : held_) {
+    Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
+    if (!c || c->id != id) continue;  // closed meanwhile
+    if (c->hold_until && opt_.durable && !opt_.durable(c->hold_until)) {
+      still.emplace_back(fd, id);
+    } else {
+      c->in_held = false;
+      ready.emplace_back(fd, id);
+    }
+  }
+  held_ = std::move(still);
+  if (held_.empty() && opt_.waiting) opt_.waiting(false);
+  for (const auto& [fd, id] : ready) {
+    Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
+    if (!c || c->id != id || c->in_held) continue;  // closed, or held again by an earlier one's Process
+    c->hold_until = 0;
+    if (!Flush(c)) continue;  // closed
+    if (c->reading && c->in_pos < c->in.size() && !c->cont) {
+      Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
+    }
+  }
+}
+
 bool Server::Flush(Conn* c) {
+  if (c->hold_until) {  // the replies wait for durability (ReleaseHeld)
+    event_del(c->wev);
+    return true;
+  }
   while (c->pending() > 0) {
     ssize_t n = write(c->fd, c->out.data() + c->out_pos, c->pending());
     if (n < 0) {
@@ -433,7 +490,7 @@ void Server::OnWrite(evutil_socket_t, short, void* arg) {
   bool was_paused = !c->reading;
   if (!s->Flush(c)) return;  // closed
   // Resume parsing what was buffered while paused.
-  if (was_paused && c->reading && c->in_pos < c->in.size()) {
+  if (was_paused && c->reading && !c->hold_until && c->in_pos < c->in.size()) {
     s->Guarded(c, [](Server* sv, Conn* cn) { sv->Process(cn); });
   }
 }

@@ -86,6 +86,12 @@ struct Conn {
   std::vector<std::string> patterns;
   bool subscribed() const { return !channels.empty() || !patterns.empty(); }
   event* cont_ev = nullptr;
+  // Durability (the WAL under fsync = always): while non-zero, the replies
+  // are not sent and no further command is read, until the server's
+  // `durable` check passes for this position (Server::ReleaseHeld).
+  uint64_t hold_until = 0;
+  int64_t hold_since_ms = 0;  // when the hold began (DropHeld)
+  bool in_held = false;       // listed in the server's held_ (once)
   size_t pending() const { return out.size() - out_pos; }
 };
 
@@ -103,6 +109,11 @@ struct ServerOptions {
   bool auth_required = false;
   uint64_t id_base = 0;            // client ids: unique across workers
   std::function<void(Conn&)> on_close;  // told before a connection goes away
+  // Held replies (Conn::hold_until): is this position durable yet; and
+  // "some connection waits" on / off (whoever publishes durability then
+  // wakes the loop, which calls ReleaseHeld).
+  std::function<bool(uint64_t)> durable;
+  std::function<void(bool)> waiting;
 };
 
 // Handle argv (c.argv), append the reply to c.out. May set close_after_write.
@@ -141,6 +152,14 @@ class Server {
   void set_limits(size_t max_bulk, size_t query_buf_max, const OutputLimit* output);
   // Soft output limits are also checked here, for clients that send nothing.
   void CheckOutputLimits(int64_t now_ms);
+  // Send the replies whose records became durable, and go on reading
+  // those connections' commands.
+  void ReleaseHeld();
+  size_t held() const { return held_.size(); }
+  // Close every connection whose replies have waited longer than max_ms
+  // (their records cannot be made durable: a full disk, a hung one): the
+  // clients get no acknowledgement. Returns how many.
+  size_t DropHeld(int64_t now_ms, int64_t max_ms);
 
  private:
   static void OnAccept(evutil_socket_t fd, short, void* arg);
@@ -165,6 +184,7 @@ class Server {
   DispatchFn dispatch_;
   std::atomic<uint64_t>* counters_;
   std::vector<Conn*> all_;  // index = fd (sparse)
+  std::vector<std::pair<int, uint64_t>> held_;  // (fd, id) of connections waiting for durability
   size_t conns_ = 0;
   uint64_t next_id_ = 0;
 };

@@ -244,7 +244,14 @@ const ParamSpec kParams[] = {
              "collections db mode 1 / 2 loads and saves, and perf_save / perf_load without an argument "
              "(empty = every collection)"),
     STR_ROW("wal", dir, wal_dir,
-            "directory of snapshots (and, later, WAL segments), made when missing; empty = memory only"),
+            "directory of snapshots and WAL segments, made when missing; empty = memory only"),
+    STR_ROW("wal", fsync, wal_fsync,
+            "always (a write's reply waits until its record is on disk: group commit) | everysec | no | "
+            "off (snapshots only, no WAL)"),
+    INT_ROW("wal", ring_mb, wal_ring_mb, 1, 1024,
+            "each writing process's WAL ring in shared memory, MiB (rounded up to a power of two); the "
+            "largest key state a write can log"),
+    INT_ROW("wal", segment_mb, wal_segment_mb, 1, 65536, "WAL segment file size before a new one starts, MiB"),
     ParamSpec{"wal", "save", ParamType::kList,
               "snapshot rule SECONDS CHANGES (Redis save; repeat the line, any rule met starts one; "
               "save = \"\" none; default 3600 1, 300 100, 60 10000)",
@@ -827,6 +834,10 @@ bool FinishConfig(Config* c, std::string* err) {
     }
   }
   if (!c->wal_save_set) c->wal_save = {"3600 1", "300 100", "60 10000"};  // Redis's defaults
+  if (c->wal_fsync != "always" && c->wal_fsync != "everysec" && c->wal_fsync != "no" && c->wal_fsync != "off") {
+    *err = Where(*c, "wal.fsync") + "[wal] fsync: expected always, everysec, no or off, got '" + c->wal_fsync + "'";
+    return false;
+  }
   if (c->db_mode != 0 && !c->wal_dir.empty()) {
     // Two start-up sources: after a crash the SQL rows (from the last
     // graceful stop) would overwrite the newer snapshot.

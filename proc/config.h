@@ -83,6 +83,9 @@ struct Config {
   std::vector<std::string> wal_save;  // "SECONDS CHANGES" snapshot rules (Redis `save`), OR-ed
   bool wal_save_set = false;          // a save line was given (save = "" turns the defaults off)
   int wal_snapshots_kept = 2;
+  std::string wal_fsync = "everysec";  // always | everysec | no | off (snapshots only)
+  int wal_ring_mb = 16;                // per writing process (db/wal_ring.h)
+  int wal_segment_mb = 64;
   // [secrets]
   std::vector<std::string> resp_secrets;     // AUTH passwords (rotation: any)
   std::vector<std::string> http_tokens;      // HTTP and XML-RPC bearer tokens (when set: required on every request)

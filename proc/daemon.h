@@ -81,6 +81,11 @@ struct DaemonHooks {
   // fill them (SQL load at start, db mode 1 / 2), so workers start warm.
   // False is fatal (*err says why). May be empty.
   std::function<bool(cache::Ctx&, ProcTable*, std::string* err)> warm;
+  // Around warm: a door that answers the clients who connect while it
+  // runs (the RESP door's -LOADING) on the bound listening sockets; ended
+  // (its thread joined) before any fork. May be empty.
+  std::function<void*(const std::vector<int>& listen_fds)> loading_begin;
+  std::function<void(void*)> loading_end;
   // Supervisor, after every child of a graceful stop is gone (their
   // locks repaired): the final save (db mode 2). May be empty.
   std::function<void(cache::Ctx&, ProcTable*)> at_stop;

@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "db/backend.h"
 #include "db/persist.h"
+#include "db/wal_ring.h"
 #include "modules/db/db_module.h"
 #include "mi/mi.h"
 #include "modules/exports.h"
@@ -67,7 +69,7 @@ struct Totals {
 // Save (save = true) or load every collection in `names`. False and *err
 // at the first failure (a save's collections before it stay saved).
 bool Run(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const std::vector<std::string>& names,
-         bool save, Totals* t, std::string* err) {
+         bool save, Totals* t, std::string* err, ::db::WalLogger* wal = nullptr) {
   proc::PersistStats& ps = pt->persist;
   Claim claim(ps.busy_pid);
   if (!claim.held()) {
@@ -81,7 +83,17 @@ bool Run(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, const std:
   bool ok = b != nullptr;
   for (size_t i = 0; ok && i < names.size(); ++i) {
     ::db::Result r;
-    ok = save ? ::db::SaveCollection(c, *b, names[i], &r, err) : ::db::LoadCollection(c, *b, names[i], &r, err);
+    // A load with the WAL on logs every key it stores (then waits for the
+    // last to be durable): a crash after perf_load answered keeps them.
+    ::db::ImportedFn logged;
+    if (wal && wal->active()) {
+      const std::string& coll = names[i];
+      logged = [&c, wal, &coll](const cache::TableRef& tr, std::string_view key, std::string* e) {
+        return wal->LogKey(c, tr, coll, key, e);
+      };
+    }
+    ok = save ? ::db::SaveCollection(c, *b, names[i], &r, err)
+              : ::db::LoadCollection(c, *b, names[i], &r, err, logged);
     t->rows += r.rows;
     t->expired += r.expired;
     t->bad += r.bad;
@@ -137,6 +149,9 @@ Json Reply(const Totals& t, bool save) {
 
 // ---- the MI commands ----------------------------------------------------------
 
+// The MI process's side of the WAL ring, for perf_load.
+::db::WalLogger g_wal;
+
 void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   // A copy that lives as long as the process (the handlers use it).
   static std::vector<std::unique_ptr<proc::ModuleProcContext>> keep;
@@ -153,7 +168,14 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
       std::vector<std::string> names;
       if (!Collections(cfg, p.Has("collection") ? &name : nullptr, &names, &err)) return mi::MiError(500, err);
       Totals t;
-      if (!Run(*ctx->ctx, ctx->procs, cfg, names, save, &t, &err)) return mi::MiError(500, err);
+      if (!save && !g_wal.active() && ctx->self) (void)g_wal.Attach(static_cast<uint32_t>(ctx->self - ctx->procs->e));
+      if (!save) {
+        if (const char* why = g_wal.Admit()) return mi::MiError(500, why);
+      }
+      if (!Run(*ctx->ctx, ctx->procs, cfg, names, save, &t, &err, &g_wal)) return mi::MiError(500, err);
+      if (!save && !g_wal.WaitDurable(g_wal.position(), 60000)) {
+        return mi::MiError(500, "loaded, but the WAL did not make it durable within 60 s");
+      }
       Json j = Reply(t, save);
       if (sync) {
         // perf_sync: save, then tell the cluster's peers to reload. There
@@ -178,11 +200,32 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   add("perf_load", "load a collection (default: [db] persist_collections, else all) from the [db] url",
       op(false, false));
   add("perf_sync", "save, then have cluster peers reload (no cluster yet: saves and says so)", op(true, true));
+  mi::Command ws;
+  ws.name = "wal_status";
+  ws.module = "db";
+  ws.help = "the WAL: policy, positions written and fsynced, fsync latency, segments, refused writes, replay";
+  ws.recipes = {{}};
+  ws.handler = [ctx](const Params&) {
+    if (!db::Wal()) {
+      return mi::MiResult(Json{{"enabled", "no"},
+                               {"note", ctx->cfg->wal_dir.empty() ? "memory only: set [wal] dir"
+                                                                  : "[wal] fsync = off: snapshots only"}});
+    }
+    Json j{{"enabled", "yes"}};
+    for (const StatValue& v : WalStatValues()) j[v.name] = static_cast<int64_t>(v.value);
+    j["fsync"] = ctx->cfg->wal_fsync;
+    j["dir"] = ctx->cfg->wal_dir;
+    j["status"] = db::Wal()->failed_errno.load() ? std::string("error: ") + std::strerror(db::Wal()->failed_errno.load())
+                                                 : std::string("ok");
+    return mi::MiResult(std::move(j));
+  };
+  r.Add(std::move(ws));
 }
 
 // ---- start and stop -------------------------------------------------------------
 
 bool Init(const proc::Config& cfg, std::string* err) {
+  if (!InitWal(cfg, err)) return false;
   if (cfg.db_url.empty()) return true;
   ::db::Url u;
   if (!::db::ParseUrl(cfg.db_url, &u, err)) return false;
@@ -214,6 +257,7 @@ bool Warm(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::stri
 }
 
 void AtStop(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg) {
+  FinalWalDrain(cfg);  // before the snapshot: its WAL position covers every record
   if (!cfg.wal_dir.empty() && !cfg.wal_save.empty()) {
     // Redis: with save points, a shutdown saves.
     db::SnapshotInfo info;
@@ -252,6 +296,7 @@ void CollectStats(proc::ModuleProcContext& pc, std::vector<StatValue>* out) {
   gauge("last_save_rows", ps.last_save_rows.load());
   gauge("last_save_failed", ps.last_save_failed.load());
   gauge("in_progress", ps.busy_pid.load() != 0 ? ps.busy_kind.load() : 0);
+  for (StatValue& v : WalStatValues()) out->push_back(std::move(v));
 }
 // The counters live in shared memory, written by the process that saves;
 // they are not re-baselined (a reset answers "not found" for them).
@@ -260,7 +305,8 @@ void ResetNoneAll(proc::ModuleProcContext&) {}
 
 const StatExport kStats[] = {{40, &CollectStats, &ResetNone, &ResetNoneAll}};
 constexpr RespFamily kFamilies[] = {{&RegisterPersistFamily, "server"}};
-constexpr ProcExport kProcs[] = {{"persist", &PersistProcesses, &RunPersist, nullptr, nullptr}};
+constexpr ProcExport kProcs[] = {{"persist", &PersistProcesses, &RunPersist, nullptr, nullptr},
+                                 {"wal", &WalProcesses, &RunWal, nullptr, nullptr}};
 
 }  // namespace
 }  // namespace modules::db_module

@@ -9,8 +9,12 @@
 #include <atomic>
 #include <cerrno>
 #include <functional>
+#include <map>
+#include <unordered_map>
+#include <vector>
 #include <string>
 
+#include "cache/maint.h"
 #include "cache/table.h"
 #include "db/snapshot.h"
 #include "modules/exports.h"
@@ -57,6 +61,19 @@ class Claim {
   int32_t holder_ = 0;
 };
 
+// A load before the fork (snapshot, WAL replay) runs without the timer
+// process, which grows tables in service: without this, a large load
+// piles keys into overflow chains (quadratic). Call after each key stored.
+class LoadGrowth {
+ public:
+  void Stored(cache::Ctx& c, const cache::TableRef& t) {
+    if (++n_ % 1024 == 0) (void)cache::GrowStep(c, t, 1u << 16);
+  }
+
+ private:
+  uint64_t n_ = 0;
+};
+
 // ---- snapshots (modules/db/snapshots.cc) ----------------------------------------
 // The change count the save rules compare: every collection's stores,
 // removes, expired and evicted.
@@ -77,6 +94,40 @@ bool RequestSnapshot(proc::ProcTable* pt, const proc::Config& cfg, std::string* 
 // verifies, falling back to older ones; false only when none can be read
 // although some exist, or the arena cannot hold it.
 bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err);
+// What recovery carries from the snapshot into the WAL replay.
+struct Recovered {
+  std::map<std::string, uint64_t> top;             // collection -> largest version loaded, logged or floor
+  std::unordered_map<std::string, uint64_t> tomb;  // collection \0 key -> newest version known gone
+  uint64_t wal_from = 0;                           // replay from this WAL position
+  bool have_snapshot = false;
+};
+inline std::string TombKey(std::string_view coll, std::string_view key) {
+  std::string k(coll);
+  k.push_back('\0');
+  k.append(key);
+  return k;
+}
+// RecoverFromSnapshots' first half: the newest good snapshot. An entry
+// that expired while the daemon was down is a tombstone at its version
+// (an older state of the key in the WAL must not come back).
+bool LoadNewestSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, Recovered* rec,
+                        std::string* err);
+
+// ---- the WAL (modules/db/wal_process.cc) ---------------------------------------
+// Supervisor, before any fork: map the rings when [wal] dir is set and
+// fsync is not off.
+bool InitWal(const proc::Config& cfg, std::string* err);
+int WalProcesses(const proc::Config& cfg);
+void RunWal(proc::ModuleProcContext& pc);
+// Supervisor, after every child stopped: what the rings still hold.
+void FinalWalDrain(const proc::Config& cfg);
+// The "wal" statistics group (empty without a WAL): INFO, MI, /metrics.
+std::vector<StatValue> WalStatValues();
+// The WAL position written so far (0 without a WAL).
+uint64_t WalWrittenPosition();
+// Replay every record at position >= rec->wal_from (newer wins).
+bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::string* err);
+
 // The persist process: save rules and BGSAVE requests.
 int PersistProcesses(const proc::Config& cfg);
 void RunPersist(proc::ModuleProcContext& pc);

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "cache/export.h"
+#include "db/wal.h"
+#include "db/wal_ring.h"
 #include "modules/db/db_module.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
@@ -97,7 +99,13 @@ bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, c
   ss.seq.store(seq);
   std::vector<std::string> names;
   for (const auto& ci : cache::ListCollections(c)) names.push_back(ci.name);
-  bool ok = db::WriteSnapshot(c, cfg.wal_dir, seq, names, info, err, hooks.progress);
+  // Every WAL record below this position belongs to a write applied before
+  // the walk began: the snapshot holds it (or something newer).
+  // Without a WAL (fsync = off): the end of whatever segments an earlier
+  // run left, so that a later run with the WAL does not replay them over
+  // this snapshot.
+  uint64_t wal_pos = db::Wal() ? WalWrittenPosition() : db::WalEndPosition(cfg.wal_dir);
+  bool ok = db::WriteSnapshot(c, cfg.wal_dir, seq, names, wal_pos, info, err, hooks.progress);
   int64_t took = WallMs() - t0;
   if (!ok) return failed(took);
   ss.started_ms.store(0);
@@ -109,6 +117,17 @@ bool TakeSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, c
   ss.last_bytes.store(info->file_bytes);
   ss.changes_at_last.store(changes);
   int pruned = db::PruneSnapshots(cfg.wal_dir, cfg.wal_snapshots_kept);
+  // WAL segments every kept snapshot covers are not needed any more (the
+  // oldest kept one is the fallback: keep what it needs).
+  uint64_t keep_from = UINT64_MAX;
+  for (const auto& [fseq, path] : db::ListSnapshots(cfg.wal_dir)) {
+    db::SnapshotInfo h;
+    keep_from = db::ReadSnapshotHeader(path, &h) ? std::min(keep_from, h.wal_pos) : 0;
+  }
+  if (keep_from != UINT64_MAX && keep_from != 0) {
+    int dropped = db::DropWalSegmentsBelow(cfg.wal_dir, keep_from);
+    if (dropped && db::Wal()) db::Wal()->segments_dropped.fetch_add(static_cast<uint64_t>(dropped));
+  }
   LOG_NOTICE("snapshot (%s): %llu key(s) of %llu collection(s), %llu bytes (%llu before zstd) in %lld ms: %s%s",
              why, static_cast<unsigned long long>(info->records), static_cast<unsigned long long>(info->collections),
              static_cast<unsigned long long>(info->file_bytes), static_cast<unsigned long long>(info->raw_bytes),
@@ -133,9 +152,35 @@ bool RequestSnapshot(proc::ProcTable* pt, const proc::Config& cfg, std::string* 
   return true;
 }
 
+namespace {
+// After a load that kept versions: every table's floor goes above every
+// version the snapshot and the log hold, so new writes outrank them.
+void RaiseFloors(cache::Ctx& c, const std::map<std::string, uint64_t>& top) {
+  for (const auto& [name, v] : top) {
+    cache::TableRef t;
+    if (v != 0 && cache::OpenCollection(c, name, &t) == mem::Status::kOk) cache::RaiseVersionFloor(t, v);
+  }
+}
+}  // namespace
+
 bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::string* err) {
   if (cfg.wal_dir.empty()) return true;
   if (!MakeDirs(cfg.wal_dir, err)) return false;
+  Recovered rec;
+  if (!LoadNewestSnapshot(c, pt, cfg, &rec, err)) return false;
+  bool ok = !db::Wal() || ReplayWal(c, cfg, &rec, err);
+  RaiseFloors(c, rec.top);
+  if (db::WalShared* w = db::Wal()) {
+    uint64_t mx = 0;
+    for (const auto& [name, v] : rec.top) mx = std::max(mx, v);
+    w->recovered_max_version.store(mx);
+  }
+  return ok;
+}
+
+bool LoadNewestSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, Recovered* rec,
+                        std::string* err) {
+  std::map<std::string, uint64_t>* top = &rec->top;
   proc::SnapshotStats& ss = pt->snap;
   auto files = db::ListSnapshots(cfg.wal_dir);
   if (!files.empty()) ss.seq.store(files.front().first);
@@ -153,6 +198,7 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
     uint64_t loaded = 0, expired = 0, skipped = 0;
     std::string cur, first_skip;
     cache::TableRef t;
+    LoadGrowth growth;
     bool have = false, full = false;
     bool ok = db::ReadSnapshot(path, [&](std::string_view coll, const cache::Entry& e) {
       if (!have || coll != cur) {
@@ -165,10 +211,17 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
       }
       std::string ierr;
       mem::Status s = have ? cache::ImportEntry(c, t, e, &ierr) : mem::Status::kStale;
+      uint64_t& mx = (*top)[cur];
+      if (e.version > mx) mx = e.version;
       if (s == mem::Status::kOk) {
         ++loaded;
+        growth.Stored(c, t);
+      } else if (s == mem::Status::kVersion) {
+        // The walk met the key twice (across a split): the newer stays.
       } else if (s == mem::Status::kNotFound) {
         ++expired;
+        uint64_t& tv = rec->tomb[TombKey(cur, e.key)];
+        if (e.version > tv) tv = e.version;
       } else if (s == mem::Status::kNoMem) {
         full = true;
         return false;
@@ -189,6 +242,12 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
       *err = "snapshot " + path + ": " + why;
       return false;
     }
+    for (const auto& [name, floor] : info.floors) {
+      uint64_t& mx = (*top)[name];
+      if (floor > mx) mx = floor;
+    }
+    rec->wal_from = info.wal_pos;
+    rec->have_snapshot = true;
     ss.recovered_records.store(loaded);
     ss.recovered_ms.store(WallMs() - t0);
     ss.recovered_seq.store(info.seq);

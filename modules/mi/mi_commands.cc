@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "db/wal_ring.h"
 #include "cache/automove.h"
 #include "cache/glob.h"
 #include "cache/audit.h"
@@ -33,6 +34,7 @@ struct Env {
   proc::ModuleProcContext pc;
   const mi::Registry* reg;
   std::string default_collection;
+  db::WalLogger wal;  // this process's WAL ring (inactive without a WAL)
 };
 
 std::string CTime(time_t t) {
@@ -44,7 +46,7 @@ std::string CTime(time_t t) {
 }
 
 // The collection named by the optional "collection" param (or the default).
-bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err) {
+bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err, std::string* coll = nullptr) {
   std::string name = e.default_collection, msg;
   if (p.Has("collection") && !p.GetString("collection", &name, &msg)) {
     *err = mi::MiParamError(msg);
@@ -52,6 +54,36 @@ bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err) {
   }
   if (cache::OpenCollection(*e.pc.ctx, name, t) != mem::Status::kOk) {
     *err = mi::MiError(404, "no such collection");
+    return false;
+  }
+  if (coll) *coll = name;
+  return true;
+}
+
+// The WAL around an MI write, as on the RESP door (modules/resp/wal_log.cc):
+// Admit before it (a refusal changes nothing), then Logged after it: each
+// key's state goes into this process's ring and, under fsync = always, the
+// reply waits until it is on disk. Logged answers the error to return, or
+// nothing.
+bool Admit(Env& e, Response* err) {
+  if (const char* why = e.wal.Admit()) {
+    *err = mi::MiError(500, why);
+    return false;
+  }
+  return true;
+}
+bool Logged(Env& e, const cache::TableRef& t, const std::string& coll, const std::vector<std::string>& keys,
+            Response* err) {
+  if (!e.wal.active()) return true;
+  std::string why;
+  for (const std::string& k : keys) {
+    if (!e.wal.LogKey(*e.pc.ctx, t, coll, k, &why)) {
+      *err = mi::MiError(500, "applied but not logged, so not acknowledged: " + why);
+      return false;
+    }
+  }
+  if (!e.wal.WaitDurable(e.wal.position(), 30000)) {
+    *err = mi::MiError(500, "applied, but the WAL did not make it durable within 30 s: not acknowledged");
     return false;
   }
   return true;
@@ -198,8 +230,20 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   // The commands' environment lives as long as the process (the handlers
   // capture it); kept here so that it stays owned (LeakSanitizer).
   static std::vector<std::unique_ptr<Env>> envs;
-  envs.push_back(std::make_unique<Env>(Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name}));
+  envs.push_back(std::make_unique<Env>(Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name, {}}));
   Env* e = envs.back().get();
+  if (pc.procs && pc.self && e->wal.Attach(static_cast<uint32_t>(pc.self - pc.procs->e))) {
+    // A write here that evicts to find room (a full arena) logs a
+    // tombstone, as on the RESP door: a restart does not bring it back.
+    auto removed = [e](std::string_view coll, std::string_view key, uint64_t version) {
+      std::string why;
+      if (!e->wal.LogTombstone(coll, key, version, &why)) {
+        LOG_ERR("WAL: removal of '%s' not logged: %s", std::string(key.substr(0, 64)).c_str(), why.c_str());
+      }
+    };
+    pc.ctx->on_evict = removed;
+    pc.ctx->on_cleared = removed;  // perf_drop's keys
+  }
 
   // ---- core ----
   Add(r, "core", "which", "list the MI commands, or the recipes of one", {{}, {"command"}},
@@ -576,15 +620,18 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
           return mi::MiParamError(msg);
         }
         if (ttl < 0) return mi::MiParamError("Bad type for parameter 'ttl'");
-        if (!Table(*e, p, &t, &err)) return err;
+        std::string coll;
+        if (!Table(*e, p, &t, &err, &coll)) return err;
         cache::StrSetArgs o;
         if (ttl > 0 && !Deadline(ttl, cache::NowMs(*e->pc.ctx), &o.expire_ms)) {
           return mi::MiParamError("invalid expire time: too large");
         }
         cache::StrSetResult res;
+        if (!Admit(*e, &err)) return err;
         mem::Status s = cache::StrSet(*e->pc.ctx, t, key, value, o, &res);  // the SET Op
         if (s == mem::Status::kNoMem) return mi::MiError(500, "out of memory");
         if (s != mem::Status::kOk) return mi::MiError(500, "store failed");
+        if (!Logged(*e, t, coll, {key}, &err)) return err;
         return mi::MiOk();
       });
   Add(r, "perfcached", "perf_del", "delete the keys matching a glob",
@@ -593,7 +640,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         Response err;
         std::string glob, msg;
         if (!p.GetString("glob", &glob, &msg)) return mi::MiParamError(msg);
-        if (!Table(*e, p, &t, &err)) return err;
+        std::string coll;
+        if (!Table(*e, p, &t, &err, &coll)) return err;
+        if (!Admit(*e, &err)) return err;
         std::vector<std::string> keys;
         if (cache::GlobIsLiteral(glob)) {
           keys.push_back(cache::GlobUnescape(glob));
@@ -606,6 +655,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         std::vector<std::string_view> views(keys.begin(), keys.end());
         int64_t n = 0;
         (void)cache::DelKeys(*e->pc.ctx, t, views, &n);  // the DEL Op
+        if (n > 0 && !Logged(*e, t, coll, keys, &err)) return err;
         return mi::MiResult(Json{{"deleted", n}});
       });
   auto keys_cmd = [e](const Params& p, bool values) {
@@ -697,10 +747,15 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (buckets < 16 || buckets > (1 << 25)) return mi::MiParamError("Bad type for parameter 'buckets'");
         cache::CollectionOptions o;
         o.buckets = static_cast<uint32_t>(buckets);
-        mem::Status s = cache::CreateCollection(*e->pc.ctx, name, o, nullptr);
+        cache::TableRef made;
+        mem::Status s = cache::CreateCollection(*e->pc.ctx, name, o, &made);
         if (s == mem::Status::kExists) return mi::MiError(400, "collection exists");
         if (s == mem::Status::kInvalid) return mi::MiError(400, "bad collection name");
         if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
+        // With the WAL: its versions start above everything logged, so the
+        // log's records of an earlier collection of this name (dropped)
+        // never outrank its writes at replay.
+        if (e->wal.active()) cache::RaiseVersionFloor(made, db::WalMaxVersion());
         return mi::MiOk();
       });
   Add(r, "perfcached", "perf_resize", "set a collection's size; it grows or shrinks toward it",
@@ -720,10 +775,36 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (!e->pc.cfg->allow_create) return admin("rename");
         std::string name, to, msg;
         if (!p.GetString("name", &name, &msg) || !p.GetString("new_name", &to, &msg)) return mi::MiParamError(msg);
+        if (e->wal.active()) {
+          Response err;
+          if (!Admit(*e, &err)) return err;
+        }
         mem::Status s = cache::RenameCollection(*e->pc.ctx, name, to);
         if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
         if (s == mem::Status::kExists) return mi::MiError(400, "collection exists");
         if (s != mem::Status::kOk) return mi::MiError(400, std::string(mem::StatusName(s)));
+        if (e->wal.active()) {
+          // The log names keys by collection: every key moves from the old
+          // name to the new one (a tombstone there, its state here).
+          cache::TableRef t;
+          if (cache::OpenCollection(*e->pc.ctx, to, &t) == mem::Status::kOk) {
+            std::vector<std::pair<std::string, uint64_t>> keys;
+            Walk(*e, t, "*", false, [&](const cache::ScanItem& it) {
+              keys.emplace_back(std::string(it.key), it.info.version);
+              return true;
+            });
+            std::string why;
+            for (const auto& [k, v] : keys) {
+              if (!e->wal.LogTombstone(name, k, v, &why) || !e->wal.LogKey(*e->pc.ctx, t, to, k, &why)) {
+                return mi::MiError(500, "renamed, but the WAL could not log it (" + why +
+                                            "): take a BGSAVE before a restart");
+              }
+            }
+            if (!e->wal.WaitDurable(e->wal.position(), 60000)) {
+              return mi::MiError(500, "renamed, but the WAL did not make it durable: take a BGSAVE before a restart");
+            }
+          }
+        }
         return mi::MiOk();
       });
   Add(r, "perfcached", "perf_drop", "drop a collection and every key in it", {{"name"}},
@@ -731,9 +812,14 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (!e->pc.cfg->allow_create) return admin("drop");
         std::string name, msg;
         if (!p.GetString("name", &name, &msg)) return mi::MiParamError(msg);
+        Response err;
+        if (!Admit(*e, &err)) return err;
+        // With the WAL, every key dropped is logged as a tombstone
+        // (Ctx::on_cleared, set in RegisterCommands).
         mem::Status s = cache::DropCollection(*e->pc.ctx, name);
         if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
         if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
+        if (!Logged(*e, cache::TableRef{}, name, {}, &err)) return err;
         return mi::MiOk();
       });
   Add(r, "perfcached", "perf_ttl", "set the TTL (seconds, 0 = persist) of the keys matching a glob",
@@ -744,7 +830,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         int64_t ttl;
         if (!p.GetString("glob", &glob, &msg) || !p.GetInt("ttl", &ttl, &msg)) return mi::MiParamError(msg);
         if (ttl < 0) return mi::MiParamError("Bad type for parameter 'ttl'");
-        if (!Table(*e, p, &t, &err)) return err;
+        std::string coll;
+        if (!Table(*e, p, &t, &err, &coll)) return err;
+        if (!Admit(*e, &err)) return err;
         std::vector<std::string> keys;
         Walk(*e, t, glob, false, [&](const cache::ScanItem& it) {
           keys.emplace_back(it.key);
@@ -763,6 +851,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                                   &changed);
           n += s == mem::Status::kOk && changed;
         }
+        if (n > 0 && !Logged(*e, t, coll, keys, &err)) return err;
         return mi::MiResult(Json{{"updated", n}});
       });
 }

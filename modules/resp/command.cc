@@ -290,35 +290,58 @@ void Dispatch(Env& e, net::Conn& c) {
                 "this context");
     return;
   }
+  // The WAL (db/wal_ring.h): a write is refused before it is applied when
+  // its record could not be logged (the WAL cannot be written, its ring
+  // stays full). Nothing changed: the refusal is safe to retry.
+  bool logged = (spec->flags & kWrite) && e.wal.active();
+  if (logged) {
+    if (const char* why = e.wal.Admit()) {
+      ctx.r.Error(why);
+      return;
+    }
+  }
+  // Evictions a command causes: E_PERF_EVICTED for subscribers, and a
+  // tombstone in the WAL so a restart does not bring the key back.
+  bool evict_events = (spec->flags & kDenyOom) && proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
+  cache::EvictedFn on_evict;
+  if (evict_events || ((spec->flags & kDenyOom) && e.wal.active())) {
+    on_evict = [&e, evict_events](std::string_view coll, std::string_view key, uint64_t version) {
+      if (evict_events) {
+        proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
+                         NowMs(e));
+      }
+      if (e.wal.active()) WalLogRemoved(e, coll, key, version);
+    };
+  }
   // maxmemory (cache/evict.h): a command that may grow memory makes room
   // first, by the policy, or is refused with nothing changed.
   if ((spec->flags & kDenyOom) && e.ctx->catalog->maxmemory.load(std::memory_order_relaxed) != 0) {
     uint64_t evicted = 0;
-    bool events = proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
-    mem::Status ms = cache::EnsureMemory(
-        *e.ctx, &evicted,
-        events ? cache::EvictedFn([&](std::string_view coll, std::string_view key) {
-          proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
-                           NowMs(e));
-        })
-               : cache::EvictedFn());
+    mem::Status ms = cache::EnsureMemory(*e.ctx, &evicted, on_evict);
     if (ms != mem::Status::kOk) {
       ctx.r.Error("OOM command not allowed when used memory > 'maxmemory'.");
       return;
     }
   }
   size_t before = c.out.size();
-  // A full arena makes a write evict (cache/evict.h MakeRoomFor): raise
-  // E_PERF_EVICTED for those too.
-  bool evict_events = (spec->flags & kDenyOom) && proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
-  if (evict_events) {
-    e.ctx->on_evict = [&e](std::string_view coll, std::string_view key) {
-      proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
-                       NowMs(e));
-    };
-  }
+  // A full arena makes a write evict (cache/evict.h MakeRoomFor) too.
+  if (on_evict) e.ctx->on_evict = on_evict;
   spec->handler(ctx);
-  if (evict_events) e.ctx->on_evict = nullptr;
+  if (on_evict) e.ctx->on_evict = nullptr;
+  if (logged && !c.cont && (!e.wal_error.empty() || !(c.out.size() > before && c.out[before] == '-'))) {
+    std::string err = std::move(e.wal_error);
+    e.wal_error.clear();
+    if (!err.empty() || !WalLogWrite(e, c, *spec, &err)) {
+      // Applied but not logged: it must not be acknowledged. The reply is
+      // withdrawn and the connection closed; the client sees no answer.
+      LOG_ERR("WAL: %s (client %s, %s): the write is not acknowledged, the connection is closed", err.c_str(),
+              c.addr.c_str(), spec->name);
+      c.out.resize(before);
+      c.close_after_write = true;
+      return;
+    }
+    if (e.wal.policy() == db::WalPolicy::kAlways) c.hold_until = e.wal.position();
+  }
   if (ctx.r.over()) c.out_over = true;  // the server closes it (client-output-buffer-limit)
   // E_PERF_NOMEM: a write refused because the arena is full (subscribers only).
   if (proc::HasSubscribers(e.procs->events, proc::kEvNomem) && c.out.size() > before + 4 &&

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cache/table.h"
+#include "db/wal_ring.h"
 #include "net/resp.h"
 #include "net/server.h"
 #include "proc/config.h"
@@ -91,6 +92,10 @@ struct Env {
   // to every event while the count is non-zero (0: no channel).
   int pubsub_conns = 0;
   int event_rank = 0;
+  // This worker's WAL ring (inactive without a WAL), and what went wrong
+  // logging the current command from a hook (eviction, clear).
+  db::WalLogger wal;
+  std::string wal_error;
 };
 
 struct CmdCtx {
@@ -124,6 +129,19 @@ void InitEnv(Env& e);
 // The door's dispatch: lookup, arity, auth, run.
 void Dispatch(Env& e, net::Conn& c);
 
+// ---- the WAL (wal_log.cc) ----
+// After a write command that did not answer an error: log the state of
+// every key it changed. False (*err): a record could not be logged.
+bool WalLogWrite(Env& e, net::Conn& c, const CommandSpec& spec, std::string* err);
+// A key an eviction or a clear removed (at `version`): a tombstone. A
+// tombstone that cannot be logged sets e.wal_error (Dispatch withdraws the
+// command's reply).
+void WalLogRemoved(Env& e, std::string_view coll, std::string_view key, uint64_t version);
+
+// ---- while recovery runs (loading_door.cc): -LOADING on the bound sockets ----
+void* LoadingBegin(const std::vector<int>& listen_fds);
+void LoadingEnd(void* door);
+
 // ---- helpers (command.cc) ----
 // The collection behind the connection's SELECTed db; false + error reply
 // when it no longer exists.
@@ -156,6 +174,8 @@ int64_t NowMs(const Env& e);
 // Format like Redis's INCRBYFLOAT (humanfriendly long double).
 std::string FormatLongDouble(long double v);
 
+// The Redis version INFO and HELLO report (the command set we follow).
+inline constexpr char kRedisCompatVersion[] = "7.0.0";
 inline constexpr char kErrSyntax[] = "ERR syntax error";
 // HRANDFIELD / SRANDMEMBER counts (Redis's getRangeLongFromObjectOrReply text).
 inline constexpr char kErrRandomRange[] =

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -20,7 +21,16 @@ struct Door {
   net::Server* server = nullptr;
   int event_fd = -1;
   event* event_ev = nullptr;
+  event* wal_ev = nullptr;  // this ring's eventfd: the WAL process made records durable
 };
+
+void OnWalDurable(evutil_socket_t fd, short, void* arg) {
+  auto* d = static_cast<Door*>(arg);
+  uint64_t v;
+  ssize_t n = read(fd, &v, sizeof v);
+  (void)n;
+  if (d->server) d->server->ReleaseHeld();
+}
 
 // Events for this worker's pub/sub subscribers arrive on the read end of
 // the socketpair the supervisor made for this rank before forking (see
@@ -95,6 +105,22 @@ void* WorkerInit(proc::WorkerContext& wc) {
     so.on_close = [dp](net::Conn& c) {
       if (c.subscribed()) PubSubLeave(dp->env, c);
     };
+    // The WAL: this worker's ring is its process-table entry's.
+    bool wal = d->env.wal.Attach(static_cast<uint32_t>(wc.self - wc.procs->e));
+    if (wal && d->env.wal.efd() < 0) LOG_ERR("WAL: no ring for worker %d: its writes are refused", wc.rank);
+    if (wal) {
+      // FLUSHDB / FLUSHALL: a tombstone for every key removed.
+      Env* env = &d->env;
+      wc.ctx->on_cleared = [env](std::string_view coll, std::string_view key, uint64_t version) {
+        WalLogRemoved(*env, coll, key, version);
+      };
+    }
+    if (wal && d->env.wal.efd() >= 0 && d->env.wal.policy() == db::WalPolicy::kAlways) {
+      so.durable = [dp](uint64_t pos) { return dp->env.wal.Durable(pos); };
+      so.waiting = [dp](bool on) { dp->env.wal.SetWaiting(on); };
+      d->wal_ev = event_new(wc.base, d->env.wal.efd(), EV_READ | EV_PERSIST, &OnWalDurable, d);
+      event_add(d->wal_ev, nullptr);
+    }
     d->server = new net::Server(wc.base, wc.listen_fd, so,
                                 [dp](net::Conn& c) { Dispatch(dp->env, c); },
                                 wc.self->door);
@@ -125,6 +151,19 @@ void Tick(void* p, int64_t now) {
   d->server->set_limits(max_bulk, query_buf, output);
   d->server->CloseIdle(now);
   d->server->CheckOutputLimits(now);
+  if (d->server->held()) d->server->ReleaseHeld();  // a wake-up that went astray costs one tick
+  // Replies held for durability that cannot come (the WAL cannot be
+  // written: after 2 s; a hung disk: after 30 s) are withdrawn: the
+  // connections close, the writes are not acknowledged.
+  db::WalShared* w = db::Wal();
+  if (d->server->held() && w) {
+    bool failed = w->failed_errno.load() != 0;
+    size_t n = d->server->DropHeld(now, failed ? 2000 : 30000);
+    if (n) {
+      LOG_ERR("WAL: %s: %zu connection(s) waiting for durability closed unanswered (their writes are not "
+              "acknowledged)", failed ? std::strerror(w->failed_errno.load()) : "no fsync for 30 s", n);
+    }
+  }
 }
 
 // SIGHUP (proc/reload.h): the worker's Config has the new allow list and
@@ -138,6 +177,7 @@ void Destroy(void* p) {
   auto* d = static_cast<Door*>(p);
   delete d->server;  // closes every connection (on_close unsubscribes the worker)
   if (d->event_ev) event_free(d->event_ev);
+  if (d->wal_ev) event_free(d->wal_ev);
   if (d->event_fd >= 0) close(d->event_fd);
   delete d;
 }
@@ -203,6 +243,10 @@ const ModuleExports kExports = {
     .stats = kStats,
     .mi_commands = nullptr,
     .resp_families = kFamilies,
+    .warm = nullptr,
+    .at_stop = nullptr,
+    .loading_begin = &LoadingBegin,
+    .loading_end = &LoadingEnd,
 };
 
 }  // namespace modules::resp

@@ -23,7 +23,6 @@
 
 namespace modules::resp {
 
-inline constexpr char kRedisCompatVersion[] = "7.0.0";
 inline constexpr char kPerfcachedVersion[] = "0.1.0";
 
 namespace {
@@ -393,6 +392,19 @@ void CmdInfo(CmdCtx& c) {
          "\r\nautomove_pages_freed:" + std::to_string(am.pages_freed) + "\r\n\r\n";
   }
   if (on("persistence")) {
+    // The WAL is our AOF: Redis's aof_* fields that tools read, then ours.
+    auto WalInfo = [](const Env& env) {
+      db::WalShared* w = db::Wal();
+      std::string o = std::string("\r\naof_enabled:") + (w ? "1" : "0") +
+                      "\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1"
+                      "\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0"
+                      "\r\naof_last_write_status:" + (w && w->failed_errno.load() ? "err" : "ok") +
+                      "\r\nwal_enabled:" + (w ? "1" : "0");
+      if (!w) return o;
+      o += "\r\nwal_fsync:" + env.cfg->wal_fsync;
+      for (const db::WalFigure& f : db::WalFigures()) o += "\r\nwal_" + std::string(f.name) + ":" + std::to_string(f.value);
+      return o;
+    };
     // Workers serve only after the start-up load: loading is always 0 on
     // this door. There is no AOF; SQL persistence (modules/db) is db_*.
     const proc::PersistStats& ps = e.procs->persist;
@@ -417,7 +429,7 @@ void CmdInfo(CmdCtx& c) {
          "\r\nsnapshot_last_keys:" + std::to_string(ss.last_records.load()) +
          "\r\nsnapshot_last_bytes:" + std::to_string(ss.last_bytes.load()) +
          "\r\nsnapshot_recovered_ms:" + std::to_string(ss.recovered_ms.load()) +
-         "\r\naof_enabled:0\r\ndb_enabled:" +
+         WalInfo(e) + "\r\ndb_enabled:" +
          std::string(e.cfg->db_url.empty() ? "0" : "1") + "\r\ndb_mode:" + std::to_string(e.cfg->db_mode) +
          "\r\ndb_in_progress:" + (busy == 1 ? "save" : busy == 2 ? "load" : "none") +
          "\r\ndb_saves:" + std::to_string(ps.saves.load()) +

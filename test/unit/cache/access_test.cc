@@ -111,7 +111,7 @@ TEST_GROUP(Access) {
     int in = 0;
     for (int i = 0; i < n; ++i) {
       std::string gone;
-      CHECK(cache::EvictOne(*c, l, [&](std::string_view, std::string_view key) { gone = key; }));
+      CHECK(cache::EvictOne(*c, l, [&](std::string_view, std::string_view key, uint64_t) { gone = key; }));
       int k = std::stoi(gone.substr(4));
       in += k >= lo && k < hi;
     }
@@ -248,7 +248,7 @@ TEST(Access, VolatileLruAndLfuNeverTakeKeysWithoutTtl) {
     cache::SetMemoryLimits(*c, l);
     for (int i = 0; i < 25; ++i) {
       std::string gone;
-      CHECK(cache::EvictOne(*c, l, [&](std::string_view, std::string_view key) { gone = key; }));
+      CHECK(cache::EvictOne(*c, l, [&](std::string_view, std::string_view key, uint64_t) { gone = key; }));
       CHECK(std::stoi(gone.substr(4)) >= 100);
     }
   }

@@ -15,7 +15,7 @@
 _perfcli_static_commands="arg core:arg core:get_statistics core:help core:kill core:list_statistics
 core:log_level core:mem_shm_dump core:perf_automove core:perf_maxmemory core:ps core:pwd
 core:reset_all_statistics core:reset_statistics core:uptime core:version core:which db:perf_load
-db:perf_save db:perf_sync event_subscribe
+db:perf_save db:perf_sync db:wal_status event_subscribe
 events_list evi:event_subscribe evi:events_list evi:subscribers_list get_statistics help kill
 list_statistics log_level mem:shm_dump mem_shm_dump perf_automove perf_check perf_collections
 perf_create perf_del perf_drop perf_dump perf_get perf_keys perf_load perf_maxmemory perf_probe perf_rename
@@ -25,7 +25,7 @@ perfcached:perf_dump perfcached:perf_get perfcached:perf_keys perfcached:perf_pr
 perfcached:perf_rename perfcached:perf_resize perfcached:perf_scan perfcached:perf_set
 perfcached:perf_stats perfcached:perf_stats_reset perfcached:perf_ttl ps pwd reset_all_statistics
 reset_statistics statistics:get statistics:list statistics:reset statistics:reset_all
-subscribers_list uptime version which"
+subscribers_list uptime version wal_status which"
 
 # The strings of perfcli's pretty JSON output, one per line (a `which`
 # answer is an array of names; `which command=X` an array of recipes).

@@ -303,7 +303,7 @@ INFO_EXTRA = {b"perfcached_version", b"worker_pid", b"arena_committed", b"arena_
               b"db_loads", b"db_load_failures", b"db_last_load_rows", b"db_last_load_ms",
               b"db_rows_expired", b"db_rows_skipped",
               b"snapshot_dir", b"snapshot_failures", b"snapshot_last_keys", b"snapshot_last_bytes",
-              b"snapshot_recovered_ms",
+              b"snapshot_recovered_ms", b"wal_enabled",
               # Redis 7.2's (Debian's redis-server is 7.0):
               b"client_query_buffer_limit_disconnections",
               b"client_output_buffer_limit_disconnections"}

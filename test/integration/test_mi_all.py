@@ -28,6 +28,7 @@ CALLS = [
     ("perf_save", [], lambda r: r["collections"] == 16 and r["saved"] >= 0 and r["ms"] >= 0),
     ("perf_load", [], lambda r: r["collections"] == 16 and r["loaded"] >= 0 and r["expired"] >= 0),
     ("perf_sync", [], lambda r: r["broadcast"] == 0 and "no cluster" in r["note"]),
+    ("wal_status", [], lambda r: r["enabled"] == "no" and "memory only" in r["note"]),
     ("perf_automove", [], lambda r: r["enabled"] == "yes" and r["active"] in ("yes", "no") and r["passes"] >= 0),
     ("mem_shm_dump", [], lambda r: r["used_bytes"] > 0),
     ("get_statistics", [["perfcached:"]], lambda r: "perfcached:entries" in r),

@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""bench/wal.py — SET throughput with durability on, against Debian's
+redis-server with the matching AOF policy, in one run on one machine.
+
+Rows (each a fresh server in a fresh directory on the same disk):
+  perfcached [wal] fsync = off (no WAL) | no | everysec | always
+  redis-server appendonly no | appendfsync no | everysec | always
+Each is driven by redis-benchmark -t set with the same clients, pipeline,
+key space and value size; SET requests per second are printed with the
+ratio perfcached / redis-server of the matching row (above 1 = perfcached
+faster). Both servers get 2 threads of work on a 2-core machine:
+perfcached 2 workers, redis-server its one thread plus its fsync thread.
+
+  /usr/bin/python3 bench/wal.py [--requests N] [--clients C] [--pipeline P,P..] [--size B] [--runs R]
+                                [--workers W] [--dir DIR]
+
+Each row is run R times (default 3), the two servers alternated, and the
+medians compared.
+
+--dir: where the files go (default: a temporary directory under /var/tmp,
+a real disk; /tmp may be tmpfs, where fsync costs nothing). Timings are
+printed, never asserted."""
+import argparse
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PERFCACHED = os.environ.get("PERFCACHED", os.path.join(ROOT, "bin", "perfcached"))
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+REDIS_CLI = os.environ.get("REDIS_CLI", "redis-cli")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ping(port, timeout=60):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        p = subprocess.run([REDIS_CLI, "-p", str(port), "ping"], capture_output=True, text=True)
+        if p.stdout.strip() == "PONG":
+            return
+        time.sleep(0.02)
+    raise RuntimeError("server on port %d did not answer PONG" % port)
+
+
+def bench(port, a, pipeline):
+    n = a.requests * (10 if pipeline > 1 else 1)
+    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-r", "1000000",
+                          "-c", str(a.clients), "-P", str(pipeline), "-d", str(a.size), "-q"],
+                         capture_output=True, text=True, timeout=900).stdout
+    m = re.findall(r"SET: ([\d.]+) requests per second", out)
+    if not m:
+        raise RuntimeError("redis-benchmark printed no SET figure: " + out[-400:])
+    return float(m[-1])
+
+
+def run_redis(d, policy):
+    port = free_port()
+    args = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
+            "--daemonize", "no", "--logfile", os.path.join(d, "redis.log")]
+    if policy == "off":
+        args += ["--appendonly", "no"]
+    else:
+        args += ["--appendonly", "yes", "--appendfsync", policy]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ping(port)
+        return port, p
+    except Exception:
+        p.kill()
+        raise
+
+
+def run_perfcached(d, policy, workers):
+    port = free_port()
+    args = [PERFCACHED, "-D", "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=", "-o", "mi.datagram=",
+            "-o", "memory.arena_mb=1024", "-o", "daemon.workers=%d" % workers, "-o", "daemon.pid_file=" + d + "/pid",
+            "-o", "wal.dir=" + d + "/data", "-o", 'wal.save=""', "-o", "wal.fsync=" + policy]
+    p = subprocess.Popen(args, stdout=open(os.path.join(d, "perfcached.log"), "w"), stderr=subprocess.STDOUT)
+    try:
+        wait_ping(port)
+        return port, p
+    except Exception:
+        p.kill()
+        raise
+
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=200000)
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--pipeline", default="1,16")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--dir", default=None)
+    a = ap.parse_args()
+    base = tempfile.mkdtemp(prefix="perfcached-walbench-", dir=a.dir or "/var/tmp")
+    fs = subprocess.run(["stat", "-f", "-c", "%T", base], capture_output=True, text=True).stdout.strip()
+    print("bench/wal.py: SET, %d requests (x10 when pipelined), %d clients, %d-byte values, perfcached %d "
+          "worker(s), median of %d alternated runs, files on %s (%s)" %
+          (a.requests, a.clients, a.size, a.workers, a.runs, base, fs))
+    import statistics
+    try:
+        for pipeline in [int(x) for x in a.pipeline.split(",")]:
+            print(" pipeline %d:" % pipeline)
+            for pc_policy, redis_policy in (("off", "off"), ("no", "no"), ("everysec", "everysec"),
+                                            ("always", "always")):
+                r_runs, p_runs, extra = [], [], ""
+                for _ in range(a.runs):
+                    d = tempfile.mkdtemp(dir=base)
+                    port, p = run_redis(d, redis_policy)
+                    try:
+                        r_runs.append(bench(port, a, pipeline))
+                    finally:
+                        stop(p)
+                    shutil.rmtree(d, ignore_errors=True)
+                    d = tempfile.mkdtemp(dir=base)
+                    port, p = run_perfcached(d, pc_policy, a.workers)
+                    try:
+                        p_runs.append(bench(port, a, pipeline))
+                        info = subprocess.run([REDIS_CLI, "-p", str(port), "info", "persistence"],
+                                              capture_output=True, text=True).stdout
+                        n = re.search(r"wal_fsyncs:(\d+)", info)
+                        w = re.search(r"wal_records_written:(\d+)", info)
+                        avg = re.search(r"wal_fsync_avg_us:(\d+)", info)
+                        if n and int(n.group(1)):
+                            extra = "  (%.1f writes per fsync, fsync avg %s us)" % (
+                                int(w.group(1)) / int(n.group(1)), avg.group(1))
+                    finally:
+                        stop(p)
+                    shutil.rmtree(d, ignore_errors=True)
+                pm, rm = statistics.median(p_runs), statistics.median(r_runs)
+                print("  perfcached fsync=%-8s %10.0f/s   redis-server %-21s %10.0f/s   ratio %.2f%s" %
+                      (pc_policy, pm, "appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy,
+                       rm, pm / rm, extra))
+                sys.stdout.flush()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

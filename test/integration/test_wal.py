@@ -477,6 +477,17 @@ class Wal(unittest.TestCase):
         stop2()
         self.assertEqual(p2.returncode, 0)
 
+    def test_P_probes_the_disk_and_recommends(self):
+        p = subprocess.run([BIN, "-P", self.dir], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"p50 [\d.]+ ms, p99 [\d.]+ ms")
+        self.assertRegex(p.stdout, r"sustained write: \d+ MB/s")
+        self.assertRegex(p.stdout, r"fsync = (always|everysec)\n  ring_mb = \d+")
+        self.assertEqual(os.listdir(self.dir), [], "the probe leaves nothing behind")
+        bad = subprocess.run([BIN, "-P", self.dir + "/missing"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("missing", bad.stderr)
+
     def test_mi_wal_status_and_info(self):
         d = self.daemon()
         r = redis.Redis(port=d.port)

@@ -10,6 +10,7 @@
 #include "cache/dict.h"
 #include "cache/export.h"
 #include "cache/ops.h"
+#include "db/probe.h"
 #include "db/wal.h"
 #include "test/unit/cache/fixture.h"
 // CppUTest last: its operator-new macros must not meet the standard headers.
@@ -276,4 +277,37 @@ TEST(ReplayVersions, ADeleteRaisesTheFloorTheTombstoneCarries) {
   CHECK(cache::Probe(*f->ctx, t, "k", &again) == Status::kOk);
   CHECK(again.version > cache::VersionFloor(t) - 1);
   CHECK(again.version > ri.version);
+}
+
+TEST_GROUP(Probe) {};
+
+TEST(Probe, RecommendsByTheMeasuredFsync) {
+  db::ProbeResult fast;
+  fast.p99_ms = 0.4;
+  fast.write_mb_s = 500;
+  db::ProbeAdvice a = db::Recommend(fast);
+  STRCMP_EQUAL("always", a.fsync);
+  LONGS_EQUAL(16, a.ring_mb);  // 2 x 500 MB/s x 0.4 ms = 0.4 MB: the default
+  db::ProbeResult slow;
+  slow.p99_ms = 40;
+  slow.write_mb_s = 800;
+  a = db::Recommend(slow);
+  STRCMP_EQUAL("everysec", a.fsync);
+  LONGS_EQUAL(64, a.ring_mb);  // 2 x 800 x 0.04 = 64 MB
+  CHECK(a.why.find("p99 40 ms") != std::string::npos);
+}
+
+TEST(Probe, MeasuresAndLeavesNothingBehind) {
+  char tmpl[] = "/tmp/perfcached-probe-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  db::ProbeResult r;
+  std::string err;
+  CHECK(db::ProbeDisk(dir, 20, &r, &err));
+  CHECK(r.fsyncs > 0 && r.fsyncs <= 20);
+  CHECK(r.p50_ms <= r.p99_ms && r.p99_ms <= r.max_ms);
+  CHECK(r.bytes_written > 0);
+  CHECK(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+  CHECK_FALSE(db::ProbeDisk(dir + "/missing", 20, &r, &err));
+  CHECK(err.find("missing") != std::string::npos);
 }

@@ -139,7 +139,7 @@ ProbeAdvice Recommend(const ProbeResult& r) {
   while (ring < need_mb && ring < 1024) ring *= 2;
   a.ring_mb = ring;
   std::snprintf(b, sizeof b,
-                "\nring_mb = %d: what arrives during a p99 fdatasync at this disk's %.0f MB/s, twice over "
+                "\n  ring_mb = %d: what arrives during a p99 fdatasync at this disk's %.0f MB/s, twice over "
                 "(%.1f MB), at least the default 16",
                 ring, r.write_mb_s, need_mb);
   a.why += b;

@@ -213,14 +213,22 @@ const char* WalLogger::Admit(int timeout_ms) {
   uint64_t want = std::min<uint64_t>(cap_ / 4, 1u << 20);
   int64_t deadline = 0;
   while (cap_ - (ring_->head.load(std::memory_order_relaxed) - ring_->tail.load(std::memory_order_acquire)) < want) {
+    int64_t now = MonoMs();
+    // After a wait that timed out, refuse at once for a second: a stalled
+    // WAL process must not make every write hold the worker's loop.
+    if (now < refuse_until_ms_) {
+      Bump(ring_->refused);
+      return "ERR the WAL is not keeping up (its ring stayed full): write refused, nothing changed";
+    }
     if (deadline == 0) {
-      deadline = MonoMs() + timeout_ms;
+      deadline = now + timeout_ms;
       Bump(ring_->waits);
     }
     uint64_t one = 1;
     ssize_t n = write(g_wal->wake_fd, &one, sizeof one);
     (void)n;
-    if (MonoMs() >= deadline) {
+    if (now >= deadline) {
+      refuse_until_ms_ = now + 1000;
       Bump(ring_->refused);
       return "ERR the WAL is not keeping up (its ring stayed full): write refused, nothing changed";
     }
@@ -238,6 +246,10 @@ bool WalLogger::Push(std::string_view rec, std::string* err) {
   uint64_t head = ring_->head.load(std::memory_order_relaxed);
   int64_t deadline = 0;
   while (cap_ - (head - ring_->tail.load(std::memory_order_acquire)) < rec.size()) {
+    if (g_wal->failed_errno.load(std::memory_order_relaxed) != 0) {
+      *err = std::string("the WAL cannot be written: ") + std::strerror(g_wal->failed_errno.load());
+      return false;  // no room will come soon: do not hold the loop
+    }
     if (deadline == 0) {
       deadline = MonoMs() + 10000;
       Bump(ring_->waits);
@@ -282,10 +294,15 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
     // version (replay drops it, and it outranks older puts), not as a
     // tombstone at a floor that may be below them. Not an access (LRU).
     cache::NoTouch quiet(c);
-    int64_t skew = c.clock_skew_ms;
-    c.clock_skew_ms = skew - int64_t{50} * 365 * 86400 * 1000;
+    struct PastClock {  // put back even when the export throws (bad_alloc)
+      cache::Ctx& c;
+      int64_t saved;
+      explicit PastClock(cache::Ctx& x) : c(x), saved(x.clock_skew_ms) {
+        c.clock_skew_ms = saved - int64_t{50} * 365 * 86400 * 1000;
+      }
+      ~PastClock() { c.clock_skew_ms = saved; }
+    } past(c);
     for (int i = 0; i < 100 && s == mem::Status::kBusy; ++i) s = cache::ExportKey(c, t, key, &e);
-    c.clock_skew_ms = skew;
   }
   buf_.clear();
   pending_version_ = s == mem::Status::kOk ? e.version : floor;

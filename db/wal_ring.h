@@ -165,6 +165,7 @@ class WalLogger {
   std::string buf_;
   uint64_t pending_version_ = 0;  // the version of the record Push appends
   bool broken_ = false;           // a WAL without a ring for this process: every write refused
+  int64_t refuse_until_ms_ = 0;   // Admit timed out: refuse at once until then
 };
 
 }  // namespace db

@@ -395,7 +395,7 @@ void Server::Process(Conn* c) {
     if (!opt_.durable(c->hold_until)) {
       if (!c->in_held) {  // a KEYS continuation may run Process again while held
         c->in_held = true;
-        c->hold_since_ms = c->last_ms;
+        c->hold_since_ms = WallMs();
         held_.emplace_back(c->fd, c->id);
       }
       event_del(c->wev);  // nothing to send until ReleaseHeld (no busy OnWrite)

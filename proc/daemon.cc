@@ -587,9 +587,18 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
     // The start-up load (modules/db): before any fork, so every worker
     // starts with the data and no client ever sees a half-loaded cache.
     notify.Status("loading data");
-    void* loading = hooks.loading_begin ? hooks.loading_begin(lfds) : nullptr;
-    bool warmed = hooks.warm(ctx, pt, &err);
-    if (hooks.loading_end) hooks.loading_end(loading);  // its thread is gone before any fork
+    struct LoadingDoor {  // its thread is gone before any fork, also when warm throws
+      const DaemonHooks& h;
+      void* door;
+      ~LoadingDoor() {
+        if (h.loading_end) h.loading_end(door);
+      }
+    };
+    bool warmed;
+    {
+      LoadingDoor loading{hooks, hooks.loading_begin ? hooks.loading_begin(lfds) : nullptr};
+      warmed = hooks.warm(ctx, pt, &err);
+    }
     if (!warmed) {
       LOG_ERR("%s", err.c_str());
       return 1;

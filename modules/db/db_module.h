@@ -98,6 +98,7 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
 struct Recovered {
   std::map<std::string, uint64_t> top;             // collection -> largest version loaded, logged or floor
   std::unordered_map<std::string, uint64_t> tomb;  // collection \0 key -> newest version known gone
+  std::map<std::string, uint64_t> snap_floor;      // collection -> its floor when the snapshot's walk began
   uint64_t wal_from = 0;                           // replay from this WAL position
   bool have_snapshot = false;
 };

@@ -168,7 +168,10 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
   if (!MakeDirs(cfg.wal_dir, err)) return false;
   Recovered rec;
   if (!LoadNewestSnapshot(c, pt, cfg, &rec, err)) return false;
-  bool ok = !db::Wal() || ReplayWal(c, cfg, &rec, err);
+  // Replayed also with fsync = off: segments a run with the WAL left hold
+  // acknowledged writes the snapshot may not (turning the WAL off must not
+  // drop them).
+  bool ok = db::ListWalSegments(cfg.wal_dir).empty() || ReplayWal(c, cfg, &rec, err);
   RaiseFloors(c, rec.top);
   if (db::WalShared* w = db::Wal()) {
     uint64_t mx = 0;
@@ -245,6 +248,7 @@ bool LoadNewestSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& 
     for (const auto& [name, floor] : info.floors) {
       uint64_t& mx = (*top)[name];
       if (floor > mx) mx = floor;
+      rec->snap_floor[name] = floor;
     }
     rec->wal_from = info.wal_pos;
     rec->have_snapshot = true;

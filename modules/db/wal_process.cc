@@ -400,15 +400,17 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
   uint64_t applied = 0, skipped = 0, unknown = 0;
   LoadGrowth growth;
   bool full = false;
-  auto table = [&](const std::string& name, cache::TableRef* t) {
+  // A put names a collection that must exist (made as allow_create would);
+  // a tombstone never makes one (a dropped or renamed collection stays gone).
+  auto table = [&](const std::string& name, bool make, cache::TableRef* t) {
     auto it = tables.find(name);
-    if (it == tables.end()) {
+    if (it == tables.end() || (!it->second && make)) {
       cache::TableRef r;
       if (cache::OpenCollection(c, name, &r) != mem::Status::kOk &&
-          cache::CreateCollection(c, name, cache::CollectionOptions{}, &r) != mem::Status::kOk) {
+          (!make || cache::CreateCollection(c, name, cache::CollectionOptions{}, &r) != mem::Status::kOk)) {
         r = cache::TableRef{};
       }
-      it = tables.emplace(name, r).first;
+      it = tables.insert_or_assign(name, r).first;
     }
     *t = it->second;
     return static_cast<bool>(*t);
@@ -419,9 +421,9 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
     uint64_t& mx = (*top)[r.collection];
     if (r.entry.version > mx) mx = r.entry.version;
     cache::TableRef t;
-    if (!table(r.collection, &t)) {
-      ++unknown;
-      return true;
+    if (!table(r.collection, r.kind == db::kWalPut, &t)) {
+      if (r.kind == db::kWalPut) ++unknown;
+      return true;  // a tombstone for a collection that is gone: nothing to remove
     }
     tk.assign(r.collection);
     tk.push_back('\0');
@@ -434,6 +436,19 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
             (fi != flushed.end() && fi->second >= r.entry.version)) {
           ++skipped;
           return true;
+        }
+        // A key the snapshot does not hold, at a version at or below the
+        // collection's floor when the walk began: that state was replaced
+        // or removed before the walk reached the key (a create during the
+        // walk gets a version above the floor). Its tombstone may lie
+        // before the snapshot's position: do not bring the key back.
+        if (auto sf = rec->snap_floor.find(r.collection);
+            sf != rec->snap_floor.end() && r.entry.version <= sf->second) {
+          cache::ReadInfo ri;
+          if (cache::Probe(c, t, r.entry.key, &ri) == mem::Status::kNotFound) {
+            ++skipped;
+            return true;
+          }
         }
         std::string why;
         mem::Status s = cache::ImportEntry(c, t, r.entry, &why);

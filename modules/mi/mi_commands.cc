@@ -35,6 +35,7 @@ struct Env {
   const mi::Registry* reg;
   std::string default_collection;
   db::WalLogger wal;  // this process's WAL ring (inactive without a WAL)
+  std::string wal_error;  // a tombstone (eviction, drop) that could not be logged
 };
 
 std::string CTime(time_t t) {
@@ -66,6 +67,7 @@ bool Table(Env& e, const Params& p, cache::TableRef* t, Response* err, std::stri
 // reply waits until it is on disk. Logged answers the error to return, or
 // nothing.
 bool Admit(Env& e, Response* err) {
+  e.wal_error.clear();
   if (const char* why = e.wal.Admit()) {
     *err = mi::MiError(500, why);
     return false;
@@ -75,7 +77,12 @@ bool Admit(Env& e, Response* err) {
 bool Logged(Env& e, const cache::TableRef& t, const std::string& coll, const std::vector<std::string>& keys,
             Response* err) {
   if (!e.wal.active()) return true;
-  std::string why;
+  std::string why = std::move(e.wal_error);
+  e.wal_error.clear();
+  if (!why.empty()) {
+    *err = mi::MiError(500, "applied but not logged, so not acknowledged: " + why);
+    return false;
+  }
   for (const std::string& k : keys) {
     if (!e.wal.LogKey(*e.pc.ctx, t, coll, k, &why)) {
       *err = mi::MiError(500, "applied but not logged, so not acknowledged: " + why);
@@ -236,9 +243,11 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
     // A write here that evicts to find room (a full arena) logs a
     // tombstone, as on the RESP door: a restart does not bring it back.
     auto removed = [e](std::string_view coll, std::string_view key, uint64_t version) {
+      if (!e->wal_error.empty()) return;  // the command fails: do not wait again per key
       std::string why;
       if (!e->wal.LogTombstone(coll, key, version, &why)) {
         LOG_ERR("WAL: removal of '%s' not logged: %s", std::string(key.substr(0, 64)).c_str(), why.c_str());
+        e->wal_error = why;
       }
     };
     pc.ctx->on_evict = removed;

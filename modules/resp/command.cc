@@ -294,6 +294,7 @@ void Dispatch(Env& e, net::Conn& c) {
   // its record could not be logged (the WAL cannot be written, its ring
   // stays full). Nothing changed: the refusal is safe to retry.
   bool logged = (spec->flags & kWrite) && e.wal.active();
+  e.wal_error.clear();  // a refused or thrown command before may have left one
   if (logged) {
     if (const char* why = e.wal.Admit()) {
       ctx.r.Error(why);
@@ -304,7 +305,8 @@ void Dispatch(Env& e, net::Conn& c) {
   // tombstone in the WAL so a restart does not bring the key back.
   bool evict_events = (spec->flags & kDenyOom) && proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
   cache::EvictedFn on_evict;
-  if (evict_events || ((spec->flags & kDenyOom) && e.wal.active())) {
+  // Any logged write may evict (RENAME, SMOVE ... store records too).
+  if (evict_events || logged) {
     on_evict = [&e, evict_events](std::string_view coll, std::string_view key, uint64_t version) {
       if (evict_events) {
         proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,7 +56,8 @@ void Serve(LoadingDoor* d) {
   char buf[16384];
   while (!d->stop.load()) {
     std::vector<pollfd> p;
-    for (int fd : d->lfds) p.push_back({fd, POLLIN, 0});
+    bool full = conns.size() >= 1024;  // at the cap, leave new ones in the backlog (no busy poll)
+    for (int fd : d->lfds) p.push_back({fd, static_cast<short>(full ? 0 : POLLIN), 0});
     for (auto& c : conns) p.push_back({c->fd, POLLIN, 0});
     if (poll(p.data(), p.size(), 50) <= 0) continue;
     for (size_t i = 0; i < d->lfds.size(); ++i) {
@@ -67,6 +69,7 @@ void Serve(LoadingDoor* d) {
       if (!p[i].revents) continue;
       LoadingConn* c = conns[i - d->lfds.size()].get();
       ssize_t n = read(c->fd, buf, sizeof buf);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
       bool drop = n <= 0 || c->in.size() > (1u << 20);
       if (n > 0) c->in.append(buf, static_cast<size_t>(n));
       std::string out;

@@ -63,8 +63,9 @@ bool WalLogWrite(Env& e, net::Conn& c, const CommandSpec& spec, std::string* err
 }
 
 void WalLogRemoved(Env& e, std::string_view coll, std::string_view key, uint64_t version) {
+  if (!e.wal_error.empty()) return;  // one failure fails the command: do not wait again per key
   std::string err;
-  if (!e.wal.LogTombstone(coll, key, version, &err) && e.wal_error.empty()) e.wal_error = err;
+  if (!e.wal.LogTombstone(coll, key, version, &err)) e.wal_error = err;
 }
 
 }  // namespace modules::resp

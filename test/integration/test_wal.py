@@ -477,6 +477,60 @@ class Wal(unittest.TestCase):
         stop2()
         self.assertEqual(p2.returncode, 0)
 
+    def test_turning_the_wal_off_keeps_what_it_logged(self):
+        # Regression (review, session 9): with fsync = off the WAL was not
+        # replayed, so a restart with the WAL turned off dropped every write
+        # since the last snapshot.
+        d = self.daemon()
+        r = redis.Redis(port=d.port)
+        for i in range(200):
+            r.set("kept:%d" % i, i)
+        kill9_all(d)
+        d2 = self.daemon(fsync="off")
+        self.assertEqual(redis.Redis(port=d2.port).get("kept:199"), b"199")
+        self.assertIn("WAL replay: 200 record(s)", d2.read_log())
+
+    def test_a_stalled_wal_refuses_writes_and_keeps_the_worker_serving(self):
+        # The WAL process stopped (SIGSTOP): the ring fills, writes are
+        # refused with an error (nothing applied), reads and PING are still
+        # answered at once; when it runs again, writes are accepted again.
+        d = self.daemon(fsync="everysec", extra=["wal.ring_mb=1", "daemon.workers=1"])
+        r = redis.Redis(port=d.port, socket_timeout=20)
+        r.set("before", "1")
+        wal = pids_named(d, "pc-wal")
+        self.assertEqual(len(wal), 1)
+        os.kill(wal[0], signal.SIGSTOP)
+        try:
+            refused = None
+            for i in range(20000):
+                try:
+                    r.set("fill:%d" % i, "z" * 200)
+                except redis.ResponseError as e:
+                    refused = (i, str(e))
+                    break
+            self.assertIsNotNone(refused, "a 1 MiB ring took 4 MB without a refusal")
+            self.assertIn("not keeping up", refused[1])
+            self.assertIsNone(r.get("fill:%d" % refused[0]), "a refused write changed nothing")
+            t0 = time.time()
+            for _ in range(20):
+                with self.assertRaises(redis.ResponseError):
+                    r.set("more", "x")  # refused at once while the WAL stalls (a back-off, not 100 ms each)
+                self.assertTrue(r.ping())
+                self.assertEqual(r.get("before"), b"1")
+            self.assertLess(time.time() - t0, 3.0, "the worker's loop waited on the stalled WAL")
+        finally:
+            os.kill(wal[0], signal.SIGCONT)
+        deadline = time.time() + 10
+        while True:
+            try:
+                r.set("after", "ok")
+                break
+            except redis.ResponseError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.assertGreater(r.info("persistence")["wal_refused_writes"], 0)
+
     def test_P_probes_the_disk_and_recommends(self):
         p = subprocess.run([BIN, "-P", self.dir], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -237,7 +237,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
   // The commands' environment lives as long as the process (the handlers
   // capture it); kept here so that it stays owned (LeakSanitizer).
   static std::vector<std::unique_ptr<Env>> envs;
-  envs.push_back(std::make_unique<Env>(Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name, {}}));
+  envs.push_back(std::make_unique<Env>(Env{pc, &r, pc.cfg->collections.empty() ? "0" : pc.cfg->collections[0].name, {}, {}}));
   Env* e = envs.back().get();
   if (pc.procs && pc.self && e->wal.Attach(static_cast<uint32_t>(pc.self - pc.procs->e))) {
     // A write here that evicts to find room (a full arena) logs a

@@ -3,7 +3,8 @@
 //
 //   perfcli mi CMD [value ...]          positional params (sent as strings, as opensips-cli does)
 //   perfcli mi CMD name=value ...       named params
-//   options: --fifo PATH (default /run/perfcached/perfcached_fifo), --reply-dir DIR (/tmp/),
+//   options: --fifo PATH (default /run/perfcached/perfcached_fifo), --reply-dir DIR (default:
+//            both the FIFO's directory, when writable, and /tmp/: the daemon answers into one),
 //            --datagram PATH, --http URL (http://host:port, POST /mi; --token T or
 //            PERFCACHED_TOKEN in the environment: the bearer token), -r (raw one-line JSON), -t SECONDS (timeout, default 5)
 // Exit 0 with the result on stdout; 1 with the JSON-RPC error on stderr; 2
@@ -78,19 +79,52 @@ std::string Hint(const std::string& daemon_path) {
          "member of gid " + std::to_string(st.st_gid) + ")";
 }
 
+// The directory a path is in, with its trailing '/' ("" for a bare name).
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
+// Where the daemon may answer when --reply-dir is not given. Its [mi]
+// reply_dir is /tmp/ by default, as OpenSIPS's, but the packaged config
+// puts it next to the MI FIFO (/run/perfcached/) so that the unit can
+// have a private /tmp (docs/daemon.md "Running under systemd"). perfcli
+// makes its reply FIFO under the same name in both, when it may write
+// both, and reads the one the daemon opens.
+std::vector<std::string> ReplyDirs(const std::string& door, const std::string& given) {
+  if (!given.empty()) return {given};
+  std::vector<std::string> dirs;
+  std::string beside = DirOf(door);
+  if (!beside.empty() && beside != "/tmp/" && access(beside.c_str(), W_OK | X_OK) == 0) dirs.push_back(beside);
+  dirs.push_back("/tmp/");
+  return dirs;
+}
+
 bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::string& body,
              int timeout_ms, std::string* out, std::string* err) {
   std::string name = "perfcli_reply_" + std::to_string(getpid()) + "_" + std::to_string(NowMs());
-  std::string path = reply_dir + name;
-  unlink(path.c_str());
-  if (mkfifo(path.c_str(), 0600) != 0) {
-    *err = "cannot create reply FIFO " + path + ": " + std::strerror(errno);
-    return false;
+  std::vector<std::string> paths;
+  std::vector<pollfd> rfds;
+  for (const std::string& dir : ReplyDirs(fifo, reply_dir)) {
+    std::string path = dir + name;
+    unlink(path.c_str());
+    if (mkfifo(path.c_str(), 0600) != 0) {
+      if (err->empty()) *err = "cannot create reply FIFO " + path + ": " + std::strerror(errno);
+      continue;
+    }
+    LetDaemonWrite(path, fifo);
+    int rfd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (rfd < 0) {
+      unlink(path.c_str());
+      continue;
+    }
+    paths.push_back(path);
+    rfds.push_back(pollfd{rfd, POLLIN, 0});
   }
-  LetDaemonWrite(path, fifo);
-  int rfd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  int wfd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   bool ok = false;
+  if (rfds.empty()) return false;
+  err->clear();
+  int wfd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (wfd < 0) {
     *err = "cannot open " + fifo + ": " + std::strerror(errno) +
            (errno == ENXIO || errno == ENOENT ? " (is perfcached running with [mi] fifo_name?)" : "");
@@ -99,27 +133,39 @@ bool ViaFifo(const std::string& fifo, const std::string& reply_dir, const std::s
     if (write(wfd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
       *err = std::string("write to the MI FIFO failed: ") + std::strerror(errno);
     } else {
+      // The daemon opens one of them, writes its line and closes; a FIFO
+      // with no writer yet reads 0 too, so "done" is 0 after data.
       int64_t deadline = NowMs() + timeout_ms;
-      bool got_writer = false;
-      while (NowMs() < deadline) {
-        pollfd p{rfd, POLLIN, 0};
-        poll(&p, 1, 50);
-        char buf[65536];
-        ssize_t n = read(rfd, buf, sizeof buf);
-        if (n > 0) {
-          out->append(buf, static_cast<size_t>(n));
-          got_writer = true;
-        } else if (n == 0 && got_writer) {
-          ok = true;  // the server wrote its line and closed
-          break;
+      int answered = -1;
+      while (!ok && NowMs() < deadline) {
+        poll(rfds.data(), rfds.size(), 50);
+        for (size_t k = 0; k < rfds.size() && !ok; ++k) {
+          if (answered >= 0 && static_cast<size_t>(answered) != k) continue;
+          char buf[65536];
+          ssize_t n = read(rfds[k].fd, buf, sizeof buf);
+          if (n > 0) {
+            out->append(buf, static_cast<size_t>(n));
+            answered = static_cast<int>(k);
+          } else if (n == 0 && answered == static_cast<int>(k)) {
+            ok = true;
+          }
         }
       }
-      if (!ok) *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s" + Hint(fifo);
+      if (!ok) {
+        *err = "no reply within " + std::to_string(timeout_ms / 1000) + " s" + Hint(fifo);
+        if (answered < 0) {
+          std::string where;
+          for (const std::string& p : paths) where += (where.empty() ? "" : " and ") + DirOf(p);
+          *err += "; the reply FIFO was in " + where + ": is the daemon's [mi] reply_dir another? (--reply-dir DIR)";
+        }
+      }
     }
     close(wfd);
   }
-  close(rfd);
-  unlink(path.c_str());
+  for (size_t k = 0; k < rfds.size(); ++k) {
+    close(rfds[k].fd);
+    unlink(paths[k].c_str());
+  }
   return ok;
 }
 
@@ -128,8 +174,11 @@ bool ViaDatagram(const std::string& sock, const std::string& body, int timeout_m
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_un me{}, srv{};
   me.sun_family = srv.sun_family = AF_UNIX;
-  std::string mine = "/tmp/perfcli_" + std::to_string(getpid()) + ".sock";
-  if (sock.size() >= sizeof srv.sun_path) {
+  // Bound beside the daemon's socket when perfcli may write there: a
+  // daemon with a private /tmp (the unit's PrivateTmp=yes) cannot reach
+  // /tmp/perfcli_*.sock.
+  std::string mine = ReplyDirs(sock, "").front() + "perfcli_" + std::to_string(getpid()) + ".sock";
+  if (sock.size() >= sizeof srv.sun_path || mine.size() >= sizeof me.sun_path) {
     *err = "socket path too long";
     close(fd);
     return false;
@@ -215,7 +264,7 @@ bool ViaHttp(const std::string& url, const std::string& token, const std::string
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string fifo = "/run/perfcached/perfcached_fifo", reply_dir = "/tmp/", dgram, http_url, token;
+  std::string fifo = "/run/perfcached/perfcached_fifo", reply_dir, dgram, http_url, token;
   bool raw = false;
   int timeout_s = 5;
   int i = 1;

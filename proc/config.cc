@@ -222,7 +222,7 @@ const ParamSpec kParams[] = {
     STR_ROW("mi", fifo_user, mi_fifo_user, "MI FIFO owner (user name or uid); empty = unchanged"),
     STR_ROW("mi", fifo_group, mi_fifo_group, "MI FIFO group (name or gid); empty = the user's"),
     STR_ROW("mi", reply_dir, mi_reply_dir,
-            "directory of the clients' reply FIFOs"),
+            "directory of the clients' reply FIFOs (OpenSIPS's default is /tmp/; ours is beside the FIFO)"),
     STR_ROW("mi", datagram, mi_datagram, "MI UNIX datagram socket path; empty = off"),
     STR_ROW("mi", xmlrpc, mi_xmlrpc,
             "MI XML-RPC door host:port (OpenSIPS mi_xmlrpc_ng; a bare port is 127.0.0.1); empty = off; "

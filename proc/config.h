@@ -67,7 +67,7 @@ struct Config {
   // [mi]
   std::string mi_fifo = "/run/perfcached/perfcached_fifo";  // empty = off
   std::string mi_fifo_mode = "0660";
-  std::string mi_reply_dir = "/tmp/";
+  std::string mi_reply_dir = "/run/perfcached/";  // beside the FIFO: the unit has a private /tmp
   std::string mi_fifo_user;     // owner of the FIFO (name or uid); empty = ours
   std::string mi_fifo_group;    // group (name or gid); empty = the user's group
   std::string mi_datagram = "/run/perfcached/perfcached_mi.sock";  // empty = off

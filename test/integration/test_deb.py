@@ -258,9 +258,10 @@ class Deb(unittest.TestCase):
         unit = unit_entries(UNIT)
         rundir = "/run/%s/" % unit[("Service", "RuntimeDirectory")][0]
         p = run(["/usr/sbin/perfcached", "-E", "-f", CONF], timeout=30)
-        for key in ("pid_file", "fifo_name", "datagram"):
+        for key in ("pid_file", "fifo_name", "datagram", "reply_dir"):
             m = re.search(r"^%s = (.*)$" % key, p.stdout, re.M)
             self.assertTrue(m and m.group(1).startswith(rundir), (key, m and m.group(1), rundir))
+        self.assertEqual(unit[("Service", "PrivateTmp")], ["yes"])
 
     def run_as_the_unit(self):
         unit = unit_entries(UNIT)
@@ -269,9 +270,15 @@ class Deb(unittest.TestCase):
         argv = shlex.split(unit[("Service", "ExecStart")][0])
         self.assertEqual(argv[:2], ["/usr/sbin/perfcached", "-D"])
         self.assertTrue(os.access(argv[0], os.X_OK))
-        work = tempfile.mkdtemp(prefix="perfcached-deb-")
+        # The RuntimeDirectory as systemd makes it (mode, owner), under
+        # /run, and the daemon with a private /tmp (PrivateTmp=yes: its own
+        # mount namespace, an empty tmpfs on /tmp).
+        work = tempfile.mkdtemp(prefix="perfcached-deb-", dir="/run")
         self.addCleanup(shutil.rmtree, work, True)
         os.chown(work, pwd.getpwnam(USER).pw_uid, grp.getgrnam(USER).gr_gid)
+        os.chmod(work, int(unit[("Service", "RuntimeDirectoryMode")][0], 8))
+        private_tmp = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                       'mount -t tmpfs -o mode=1777 private-tmp /tmp && exec "$@"', "sh"]
         port = free_port()
         fifo, dgram = os.path.join(work, "fifo"), os.path.join(work, "mi.sock")
         argv += ["-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=" + fifo,
@@ -280,7 +287,8 @@ class Deb(unittest.TestCase):
                  "-o", "daemon.workers=1", "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off"]
         log_path = os.path.join(work, "log")
         log = open(log_path, "w")
-        proc = subprocess.Popen(["runuser", "-u", USER, "--", *argv], stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([*private_tmp, "runuser", "-u", USER, "--", *argv], stdout=log,
+                                stderr=subprocess.STDOUT)
         self.addCleanup(self.stop_daemon, proc, log)
 
         def read_log():
@@ -303,18 +311,19 @@ class Deb(unittest.TestCase):
         self.assertEqual(run(cli + ["PING"], timeout=20).stdout.strip(), "PONG")
         self.assertEqual(run(cli + ["SET", "deb:key", "from the package"], timeout=20).stdout.strip(), "OK")
         self.assertEqual(run(cli + ["GET", "deb:key"], timeout=20).stdout.strip(), "from the package")
-        # perfcli as the daemon's user: its reply FIFO / socket is its own
-        # (mode 0600), which a daemon of another user cannot answer into
+        # perfcli as the daemon's user, without --reply-dir: it makes its
+        # reply FIFO beside the MI FIFO (and in /tmp, which the daemon
+        # cannot see) and binds its datagram socket beside the daemon's
         perfcli = ["runuser", "-u", USER, "--", "/usr/bin/perfcli"]
-        p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "version"], timeout=30)
+        p = run(perfcli + ["--fifo", fifo, "mi", "version"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn('"Server": "perfcached ', p.stdout)
-        p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "uptime"], timeout=30)
+        p = run(perfcli + ["--fifo", fifo, "mi", "uptime"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn("Up time", p.stdout)
         # ... and as root, the operator at 3 a.m.: perfcli hands its reply
         # FIFO / socket to the daemon's group (0620), not to the world
-        for door in (["--fifo", fifo, "--reply-dir", work + "/"], ["--datagram", dgram]):
+        for door in (["--fifo", fifo], ["--datagram", dgram]):
             p = run(["/usr/bin/perfcli"] + door + ["mi", "uptime"], timeout=30)
             self.assertEqual(p.returncode, 0, (door, p.stderr, read_log()))
             self.assertIn("Up time", p.stdout)
@@ -322,7 +331,7 @@ class Deb(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertIn("from the package", p.stdout)
         # the daemon's user writes its snapshot into its home
-        p = run(perfcli + ["--fifo", fifo, "--reply-dir", work + "/", "mi", "perf_save"], timeout=30)
+        p = run(perfcli + ["--fifo", fifo, "mi", "perf_save"], timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr + read_log())
         self.assertEqual(owner(SNAPSHOT)[1:], (USER, USER))
         p = run(["sqlite3", SNAPSHOT, "SELECT pvalue FROM perfcached WHERE pkey = 'deb:key'"], timeout=30)

@@ -2,7 +2,9 @@
 # Copyright (c) 2026 the perfcached authors.
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -263,6 +265,44 @@ class PerfCli(unittest.TestCase):
                            capture_output=True, text=True, timeout=20)
         self.assertEqual(p.returncode, 2)
         self.assertIn("cannot open", p.stderr)
+
+
+class PerfCliReplyDir(unittest.TestCase):
+    """Without --reply-dir, perfcli is answered whether the daemon's
+    reply_dir is /tmp/ (the embedded default, OpenSIPS's) or the MI FIFO's
+    own directory (the packaged config), and says where it looked when the
+    daemon's is neither."""
+
+    def ask(self, d, *extra):
+        return subprocess.run([PERFCLI, "--fifo", d.fifo, "-t", "2", *extra, "mi", "uptime"],
+                              capture_output=True, text=True, timeout=20)
+
+    def test_either_directory_answers(self):
+        other = tempfile.mkdtemp(prefix="perfcached-elsewhere-")
+        try:
+            for reply_dir, answered in (("/tmp/", True), (None, True), (other + "/", False)):
+                d = Daemon(workers=1, overrides=() if reply_dir is None else ("mi.reply_dir=" + reply_dir,))
+                try:
+                    wait_for_path(d.fifo)
+                    p = self.ask(d)
+                    self.assertEqual(p.returncode == 0, answered, (reply_dir, p.stderr))
+                    if answered:
+                        self.assertIn("Up time", p.stdout)
+                    else:
+                        self.assertIn("the reply FIFO was in %s/ and /tmp/" % d.workdir, p.stderr)
+                    self.assertEqual([f for f in os.listdir(d.workdir) if f.startswith("perfcli_reply_")], [])
+                finally:
+                    assert d.stop() == 0
+            # told where, it looks only there
+            d = Daemon(workers=1, overrides=("mi.reply_dir=/tmp/",))
+            try:
+                wait_for_path(d.fifo)
+                self.assertEqual(self.ask(d, "--reply-dir", d.workdir).returncode, 2)
+                self.assertEqual(self.ask(d, "--reply-dir", "/tmp").returncode, 0)
+            finally:
+                assert d.stop() == 0
+        finally:
+            shutil.rmtree(other, ignore_errors=True)
 
 
 class MiAdmin(unittest.TestCase):

@@ -438,8 +438,59 @@ class Unit(unittest.TestCase):
                         ("MemoryDenyWriteExecute", "yes"), ("LockPersonality", "yes"),
                         ("RestrictRealtime", "yes"), ("SystemCallArchitectures", "native")):
             self.assertEqual(v(k), [want], k)
-        # A private /tmp would hide MI clients' reply FIFOs and sockets.
-        self.assertEqual(v("PrivateTmp"), [])
+        # A private /tmp; MI replies go to the RuntimeDirectory instead,
+        # which group perfcached may write (sticky: not remove the daemon's).
+        self.assertEqual(v("PrivateTmp"), ["yes"])
+        self.assertEqual(v("RuntimeDirectoryMode"), ["1770"])
+        p = subprocess.run([BIN, "-E", "-f", os.path.join(ROOT, "contrib", "perfcached.conf.example")],
+                           capture_output=True, text=True, timeout=20)
+        self.assertRegex(p.stdout, r"(?m)^reply_dir = /run/perfcached/$")
+
+    def test_private_tmp_hides_nothing_perfcli_needs(self):
+        """PrivateTmp=yes as systemd makes it: the daemon in its own mount
+        namespace with an empty tmpfs on /tmp, its doors and reply_dir in
+        a runtime directory (here under /run, as the packaged config has
+        them). perfcli, in the host's namespace and without --reply-dir,
+        is answered over the FIFO and the datagram socket; told to use
+        /tmp/ it is not (the control: the private /tmp really hides it)."""
+        if not shutil.which("unshare") or os.geteuid() != 0:
+            self.skipTest("needs root and unshare(1) for a mount namespace")
+        run = tempfile.mkdtemp(prefix="perfcached-privtmp-", dir="/run")
+        try:
+            os.chmod(run, 0o1770)
+            port = free_port()
+            fifo, dgram = run + "/fifo", run + "/mi.sock"
+            argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                    'mount -t tmpfs -o mode=1777 private-tmp /tmp && exec "$@"', "sh",
+                    BIN, "-D", "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=" + fifo,
+                    "-o", "mi.datagram=" + dgram, "-o", "mi.reply_dir=%s/" % run,
+                    "-o", "daemon.pid_file=%s/pid" % run, "-o", "daemon.workers=1",
+                    "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off"]
+            log = open(run + "/log", "w")
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                if not wait_port(port):
+                    with open(run + "/log") as f:
+                        self.fail(f.read())
+                # the daemon's /tmp is not ours
+                self.assertNotEqual(os.stat("/proc/%d/root/tmp" % proc.pid).st_dev, os.stat("/tmp").st_dev)
+                cli = os.path.join(ROOT, "bin", "perfcli")
+                for door in (["--fifo", fifo], ["--datagram", dgram]):
+                    p = subprocess.run([cli, *door, "mi", "uptime"], capture_output=True, text=True, timeout=20)
+                    self.assertEqual(p.returncode, 0, (door, p.stderr))
+                    self.assertIn("Up time", p.stdout)
+                p = subprocess.run([cli, "--fifo", fifo, "--reply-dir", "/tmp/", "-t", "1", "mi", "uptime"],
+                                   capture_output=True, text=True, timeout=20)
+                self.assertEqual(p.returncode, 2, p.stdout)
+                self.assertIn("no reply", p.stderr)
+                # and none of perfcli's reply FIFOs or sockets is left behind
+                self.assertEqual([f for f in os.listdir(run) if f.startswith("perfcli")], [])
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                self.assertEqual(proc.wait(timeout=30), 0)
+                log.close()
+        finally:
+            shutil.rmtree(run, ignore_errors=True)
 
     def test_embedded_paths_live_in_the_runtime_directory(self):
         p = subprocess.run([BIN, "-E"], capture_output=True, text=True, timeout=20)

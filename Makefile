@@ -186,7 +186,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot wal
+FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot wal rdb
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -232,6 +232,10 @@ $(BUILD)/fuzz/wal_fuzz: test/fuzz/wal_fuzz.cc $(ENGINE_SRCS) db/wal.cc db/crc32c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/wal_fuzz.cc $(ENGINE_SRCS) db/wal.cc db/crc32c.cc
+$(BUILD)/fuzz/rdb_fuzz: test/fuzz/rdb_fuzz.cc $(ENGINE_SRCS) db/rdb.cc db/rdb.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/rdb_fuzz.cc $(ENGINE_SRCS) db/rdb.cc
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

@@ -169,10 +169,11 @@ Status ExportStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
   return Status::kOk;
 }
 
-Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err) {
+Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err, bool if_absent) {
   if (e.expire_ms != 0 && e.expire_ms <= NowMs(c)) return Status::kNotFound;
   StoreOpts o;
   o.expire_ms = e.expire_ms;
+  if (if_absent) o.cond = Cond::kNx;
   if (e.version != 0) {  // keep the source's version: newer wins
     o.if_newer = true;
     o.version = e.version;
@@ -199,10 +200,15 @@ Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err) 
         *err = std::string(pairs ? "hash" : "set") + " value: " + why;
         return Status::kInvalid;
       }
+      bool busy = false;
       Status st = RunDict([&] {
         Dict d(c, t, e.key, e.type);
         Status s = d.LoadForReplace();
         if (s != Status::kOk) return s;
+        // Commit publishes only over the version Load saw: absent stays
+        // absent until then, or the whole step runs again.
+        busy = if_absent && d.exists();
+        if (busy) return Status::kExists;
         // Not newer than what the key holds: nothing to do (RunDict would
         // take Commit's kVersion for a lost race and run again).
         if (e.version != 0 && d.version() != 0 && !VersionNewer(e.version, d.version())) return Status::kExists;
@@ -211,7 +217,7 @@ Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err) 
         (void)DecodeItems(e.value, pairs, [&](std::string_view a, std::string_view b) { d.Put(a, b); }, &why);
         return d.Commit();
       });
-      return st == Status::kExists ? Status::kVersion : st;
+      return st == Status::kExists && !busy ? Status::kVersion : st;
     }
     default:
       *err = "type " + std::to_string(e.type) + " has no exported form";

@@ -76,6 +76,9 @@ bool DecodeItems(std::string_view enc, bool pairs,
 // the key already holds this version or a newer one (replay is
 // idempotent). The caller raises the table's floor after a load
 // (RaiseVersionFloor). Version 0 (an SQL row) takes the next version.
-[[nodiscard]] Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err);
+// if_absent (RESTORE without REPLACE): kExists when the key holds a live
+// value of any type, decided atomically with the store.
+[[nodiscard]] Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err,
+                                 bool if_absent = false);
 
 }  // namespace cache

@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "cache/access.h"
+#include "cache/export.h"
 #include "cache/glob.h"
+#include "db/rdb.h"
 #include "modules/resp/command.h"
 
 namespace modules::resp {
@@ -363,6 +365,74 @@ void CmdCopy(CmdCtx& c) {
   MoveKey(c, t, dt, cache::MoveMode::kCopy, replace);
 }
 
+// DUMP key: the value in Redis's payload format (db/rdb.h), nil if absent.
+void CmdDump(CmdCtx& c) {
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  cache::Entry e;
+  Status s = cache::ExportKey(*c.env.ctx, t, c.arg(1), &e);
+  if (s == Status::kNotFound) return c.r.Null();
+  if (s != Status::kOk) return ReplyStatus(c, s);
+  std::string payload, err;
+  if (!db::RdbDump(e, &payload, &err)) return c.r.Error("ERR " + err);
+  c.r.Bulk(payload);
+}
+
+// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]: Redis's
+// checks in Redis's order (options, BUSYKEY, ttl, payload); a ttl
+// already past stores nothing (and with REPLACE removes the old value).
+// IDLETIME and FREQ are checked and not kept: access data starts afresh.
+void CmdRestore(CmdCtx& c) {
+  bool replace = false, absttl = false, idle = false, freq = false;
+  for (size_t i = 4; i < c.argc(); ++i) {
+    std::string_view o = c.arg(i);
+    long long v;
+    if (EqNoCase(o, "REPLACE")) {
+      replace = true;
+    } else if (EqNoCase(o, "ABSTTL")) {
+      absttl = true;
+    } else if (EqNoCase(o, "IDLETIME") && i + 1 < c.argc() && !freq) {
+      if (!ParseLLOrReply(c, c.arg(++i), &v)) return;
+      if (v < 0) return c.r.Error("ERR Invalid IDLETIME value, must be >= 0");
+      idle = true;
+    } else if (EqNoCase(o, "FREQ") && i + 1 < c.argc() && !idle) {
+      if (!ParseLLOrReply(c, c.arg(++i), &v)) return;
+      if (v < 0 || v > 255) return c.r.Error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+      freq = true;
+    } else {
+      return c.r.Error(kErrSyntax);
+    }
+  }
+  cache::TableRef t;
+  if (!CurrentTable(c, &t)) return;
+  cache::Ctx& ctx = *c.env.ctx;
+  cache::ReadInfo ri;
+  if (!replace && cache::Probe(ctx, t, c.arg(1), &ri) == Status::kOk) {
+    return c.r.Error("BUSYKEY Target key name already exists.");
+  }
+  long long ttl;
+  if (!ParseLLOrReply(c, c.arg(2), &ttl)) return;
+  if (ttl < 0) return c.r.Error("ERR Invalid TTL value, must be >= 0");
+  cache::Entry e;
+  std::string err, why;
+  if (!db::RdbRestore(c.arg(3), &e, &err, &why)) return c.r.Error("ERR " + err);
+  e.key = c.arg(1);
+  int64_t now = NowMs(c.env);
+  if (ttl != 0) e.expire_ms = absttl ? ttl : (ttl > INT64_MAX - now ? INT64_MAX : now + ttl);
+  if (e.expire_ms != 0 && e.expire_ms <= now) {
+    if (replace) {
+      Status d = cache::Del(ctx, t, e.key);
+      if (d != Status::kOk && d != Status::kNotFound) return ReplyStatus(c, d);
+    }
+    return c.r.Simple("OK");
+  }
+  Status s = cache::ImportEntry(ctx, t, e, &err, !replace);
+  if (s == Status::kExists) return c.r.Error("BUSYKEY Target key name already exists.");
+  if (s == Status::kInvalid) return c.r.Error(std::string("ERR ") + db::kRdbBadFormat);
+  if (s != Status::kOk && s != Status::kNotFound) return ReplyStatus(c, s);
+  c.r.Simple("OK");
+}
+
 // MOVE key db: 1 if moved, 0 if the key is absent here or present there.
 void CmdMove(CmdCtx& c) {
   long long db;
@@ -429,6 +499,8 @@ constexpr CommandSpec kKeysCommands[] = {
     {"randomkey", 1, kRead, &CmdRandomKey, 0, 0, 0},
     {"touch", -2, kRead | kFast, &CmdTouch, 1, -1, 1},
     {"copy", -3, kWrite | kDenyOom, &CmdCopy, 1, 2, 1},
+    {"dump", 2, kRead, &CmdDump, 1, 1, 1},
+    {"restore", -4, kWrite | kDenyOom, &CmdRestore, 1, 1, 1},
 };
 
 }  // namespace

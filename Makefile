@@ -186,7 +186,7 @@ crash-points-all: crash-build
 FUZZ_CXX ?= clang++-14
 FUZZ_FLAGS := -std=c++20 -g -O1 -I. -fsanitize=fuzzer,address,undefined
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot wal rdb
+FUZZ_TARGETS := glob resp config mi http event xmlrpc reload export snapshot wal rdb backup
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%_fuzz)
 $(BUILD)/fuzz/glob_fuzz: test/fuzz/glob_fuzz.cc cache/glob.cc cache/glob.h
 	@mkdir -p $(dir $@)
@@ -236,6 +236,10 @@ $(BUILD)/fuzz/rdb_fuzz: test/fuzz/rdb_fuzz.cc $(ENGINE_SRCS) db/rdb.cc db/rdb.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ   $@")
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/rdb_fuzz.cc $(ENGINE_SRCS) db/rdb.cc
+$(BUILD)/fuzz/backup_fuzz: test/fuzz/backup_fuzz.cc db/backup.cc db/backup.h db/crc32c.cc net/resp_client.cc net/resp_client.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ   $@")
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -o $@ test/fuzz/backup_fuzz.cc db/backup.cc db/crc32c.cc net/resp_client.cc -lzstd
 fuzz-build: $(FUZZ_BINS)
 # Regression mode: run every target over its corpus once (inside make check).
 fuzz-regress: $(FUZZ_BINS)

@@ -15,6 +15,7 @@
 #include "db/snapshot.h"
 #include "db/probe.h"
 #include "db/wal.h"
+#include "modules/db/backup_tool.h"
 #include "modules/exports.h"
 #include "modules/resp/command.h"
 #include "proc/config.h"
@@ -40,6 +41,8 @@ void Usage(FILE* f) {
                "  -R FILE   verify a snapshot file (every checksum) and print its summary; exit 0 / 1\n"
                "  -W DIR    verify the WAL segments in DIR (every record) and print a summary; exit 0 / 1\n"
                "  -P DIR    probe the disk under DIR (fsync latency, write rate) and recommend [wal] settings\n"
+               "  --dump DIR / --restore DIR [--host H] [--port P] [--jobs N] [--rate MB] ...\n"
+               "            a logical backup of a running server over RESP, and its restore (--dump -h: options)\n"
                "  -h        this help, with every setting\n"
                "  --list-commands  the RESP dispatch table: name arity flags first last step group\n\n"
                "settings (section, key = default):\n%s",
@@ -161,6 +164,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--list-commands") == 0) {  // the RESP dispatch table (test/diff)
       std::fputs(modules::resp::ListCommands().c_str(), stdout);
       return 0;
+    }
+    if (std::strcmp(argv[i], "--dump") == 0 || std::strcmp(argv[i], "--restore") == 0) {
+      return modules::db_module::RunBackupTool(argc, argv, i);  // a client of a running server
     }
   }
   int opt;

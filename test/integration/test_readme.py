@@ -4,8 +4,8 @@
 bin/perfcli, curl) is run line by line against a daemon on the embedded
 default configuration (what `make run` starts), plus the RUN_ARGS the README
 names just before the block. Only what a test cannot share is changed: the
-ports 6379, 8080 and 8001 become free loopback ports, /run/perfcached paths a temp
-dir. Every line must exit 0; a line ending in '&' runs in the background
+ports 6379, 8080 and 8001 become free loopback ports, /run/perfcached paths
+and /tmp/perfcached-backup a temp dir. Every line must exit 0; a line ending in '&' runs in the background
 and must print what the README says it prints."""
 import os
 import re
@@ -19,7 +19,7 @@ from harness import BIN, ROOT, Daemon, free_port
 
 README = os.environ.get("PERFCACHED_README", os.path.join(ROOT, "README.md"))
 PERFCLI = os.environ.get("PERFCLI_BIN", os.path.join(ROOT, "bin", "perfcli"))
-TALKS = ("redis-cli", "bin/perfcli", "curl", "python3")
+TALKS = ("redis-cli", "bin/perfcli", "bin/perfcached --", "curl", "python3")
 
 
 def readme_blocks(path=README):
@@ -71,13 +71,16 @@ class ReadmeExamples(unittest.TestCase):
         try:
             sock = os.path.join(d.workdir, "mi.sock")
             for line in lines:
-                line = line.replace("-p 6379", "-p %d" % d.port)
+                line = line.replace("-p 6379", "-p %d" % d.port).replace("--port 6379", "--port %d" % d.port)
+                line = line.replace("/tmp/perfcached-backup", os.path.join(d.workdir, "backup"))
                 line = own_ports(line)
                 line = line.replace("/run/perfcached/perfcached_mi.sock", sock)
                 background = line.endswith("&")
                 argv = shlex.split(line.rstrip("&"))
                 if argv[0] == "python3":
                     argv[0] = sys.executable  # Debian's, as every test runs
+                if argv[0] == "bin/perfcached":
+                    argv[0] = BIN
                 if argv[0] == "bin/perfcli":
                     argv[0] = PERFCLI
                     if "--datagram" not in argv and "--http" not in argv:

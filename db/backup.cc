@@ -13,6 +13,7 @@
 
 #include "db/codec.h"
 #include "db/crc32c.h"
+#include "db/fileio.h"
 
 namespace db {
 
@@ -22,21 +23,12 @@ using codec::GetU64;
 using codec::PutU32;
 using codec::PutU64;
 using codec::PutVarint;
+using fileio::FsyncDir;
+using fileio::WriteAll;
 
 namespace {
 
 constexpr char kMagic[8] = {'P', 'C', 'B', 'A', 'C', 'K', 'U', 'P'};
-
-bool WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
 
 // "key=123" -> 123 (the key must match).
 bool Field(std::string_view word, std::string_view key, uint64_t* v, int base = 10) {
@@ -270,11 +262,7 @@ bool WriteFileAtomically(const std::string& dir, const std::string& name, std::s
     unlink(tmp.c_str());
     return false;
   }
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)fsync(dfd);
-    close(dfd);
-  }
+  FsyncDir(dir);
   return true;
 }
 

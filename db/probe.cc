@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "db/fileio.h"
+
 namespace db {
 namespace {
 
@@ -37,17 +39,6 @@ std::string FsName(long type) {
       return b;
     }
   }
-}
-
-bool WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
 }
 
 }  // namespace
@@ -78,7 +69,7 @@ bool ProbeDisk(const std::string& dir, int fsyncs, ProbeResult* r, std::string* 
   double t_end = NowS() + 3.0;
   for (int i = 0; i < fsyncs && NowS() < t_end; ++i) {
     double t0 = NowS();
-    if (!WriteAll(fd, block.data(), block.size()) || fdatasync(fd) != 0) {
+    if (!fileio::WriteAll(fd, block.data(), block.size()) || fdatasync(fd) != 0) {
       *err = path + ": write / fdatasync: " + std::strerror(errno ? errno : ENOSPC);
       return false;
     }
@@ -95,7 +86,7 @@ bool ProbeDisk(const std::string& dir, int fsyncs, ProbeResult* r, std::string* 
   double t0 = NowS();
   uint64_t total = 0;
   while (NowS() - t0 < 2.0 && total < (uint64_t{512} << 20)) {
-    if (!WriteAll(fd, chunk.data(), chunk.size())) {
+    if (!fileio::WriteAll(fd, chunk.data(), chunk.size())) {
       *err = path + ": write: " + std::strerror(errno ? errno : ENOSPC) + " after " +
              std::to_string(total >> 20) + " MiB";
       return false;

@@ -17,6 +17,7 @@
 
 #include "db/codec.h"
 #include "db/crc32c.h"
+#include "db/fileio.h"
 
 namespace db {
 namespace {
@@ -48,17 +49,10 @@ std::string SnapName(uint64_t seq) {
 }
 
 bool WriteAll(int fd, const std::string& data, std::string* err, const std::string& path) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *err = path + ": write: " + std::strerror(n < 0 ? errno : ENOSPC);
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return true;
+  errno = 0;
+  if (fileio::WriteAll(fd, data.data(), data.size())) return true;
+  *err = path + ": write: " + std::strerror(errno ? errno : ENOSPC);
+  return false;
 }
 
 class Writer {
@@ -138,11 +132,7 @@ class Writer {
       return false;
     }
     // The rename is durable only once the directory is.
-    int dfd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)fsync(dfd);
-      close(dfd);
-    }
+    fileio::FsyncDir(dir_);
     *info = SnapshotInfo{final_path, seq_, started_, finished, records_, collections_, bytes_, raw_, wal_pos_, {}};
     return true;
   }

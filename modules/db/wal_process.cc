@@ -23,6 +23,7 @@
 #include "cache/export.h"
 #include "cache/ops.h"
 #include "cache/scan.h"
+#include "db/fileio.h"
 #include "db/wal.h"
 #include "db/wal_ring.h"
 #include "modules/db/db_module.h"
@@ -38,13 +39,7 @@ int64_t MonoUs() {
   return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
 }
 
-void FsyncDir(const std::string& dir) {
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)fsync(dfd);
-    close(dfd);
-  }
-}
+using ::db::fileio::FsyncDir;
 
 // The consumer: rings -> the current segment.
 class Pump {

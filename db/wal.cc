@@ -95,7 +95,7 @@ WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, 
     *err = "record fields do not add up to its length";
     return WalDecode::kBad;
   }
-  if (kind < kWalPut || kind > kWalFlush) {
+  if (kind < kWalPut || kind > kWalDrop) {
     *err = "unknown record kind " + std::to_string(kind);
     return WalDecode::kBad;
   }

@@ -21,6 +21,12 @@
 //   kind 3 flush      every key of the collection with a version at or
 //                     below `version` is gone (FLUSHDB, FLUSHALL, a drop);
 //                     key empty
+//   kind 4 drop       the collection itself is gone (perf_drop, the old
+//                     name of perf_rename), after its keys' tombstones:
+//                     replay removes it, so it does not come back empty;
+//                     a later put (a perf_create of the name) makes it
+//                     again. Key empty, version 0. A reader older than
+//                     this kind refuses such a record as damage.
 //
 // A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
 // 32-byte header, then records. Positions count record bytes across
@@ -41,7 +47,7 @@
 
 namespace db {
 
-enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3 };
+enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop = 4 };
 
 inline constexpr size_t kWalRecordHead = 8;
 inline constexpr size_t kWalSegmentHeader = 32;

@@ -328,6 +328,14 @@ bool WalLogger::LogTombstone(std::string_view collection, std::string_view key, 
   return Push(buf_, err);
 }
 
+bool WalLogger::LogDrop(std::string_view collection, std::string* err) {
+  if (!ring_) return !broken_;
+  buf_.clear();
+  pending_version_ = 0;
+  EncodeWalRecord(kWalDrop, collection, {}, 0, {}, 0, 0, &buf_);
+  return Push(buf_, err);
+}
+
 bool WalLogger::WaitDurable(uint64_t pos, int timeout_ms) {
   if (!ring_ || policy() != WalPolicy::kAlways) return true;
   Wake();

@@ -145,6 +145,8 @@ class WalLogger {
   // A key removed at a known version: an eviction, a FLUSHDB / FLUSHALL
   // (cache::Ctx::on_evict, on_cleared).
   bool LogTombstone(std::string_view collection, std::string_view key, uint64_t version, std::string* err);
+  // The collection is gone (after its keys' tombstones): kind 4, db/wal.h.
+  bool LogDrop(std::string_view collection, std::string* err);
   // The ring position a reply waits for (everything logged so far).
   uint64_t position() const;
   bool Durable(uint64_t pos) const;

@@ -494,6 +494,29 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
         ++applied;
         return true;
       }
+      case db::kWalDrop: {
+        // A configured collection is made again at every start: it stays,
+        // emptied (its keys' tombstones came first; anything left at this
+        // point is older). Any other goes, and only a later put makes it.
+        bool configured = false;
+        for (const auto& cc : cfg.collections) configured |= cc.name == r.collection;
+        if (configured) {
+          std::vector<std::string> keys;
+          uint64_t cursor = 0;
+          do {
+            if (cache::ScanStep(c, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
+                  keys.emplace_back(it.key);
+                }, &cursor) != mem::Status::kOk) {
+              break;
+            }
+          } while (cursor != 0);
+          for (const std::string& k : keys) (void)cache::Del(c, t, k);
+        } else if (cache::DropCollection(c, r.collection) == mem::Status::kOk) {
+          tables[r.collection] = cache::TableRef{};
+        }
+        ++applied;
+        return true;
+      }
     }
     return true;
   }, &rep, err);

@@ -809,6 +809,10 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                             "): take a BGSAVE before a restart");
               }
             }
+            if (!e->wal.LogDrop(name, &why)) {
+              return mi::MiError(500, "renamed, but the WAL could not log it (" + why +
+                                          "): take a BGSAVE before a restart");
+            }
             if (!e->wal.WaitDurable(e->wal.position(), 60000)) {
               return mi::MiError(500, "renamed, but the WAL did not make it durable: take a BGSAVE before a restart");
             }
@@ -828,6 +832,10 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         mem::Status s = cache::DropCollection(*e->pc.ctx, name);
         if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
         if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
+        // ... then the collection itself, so that a replay does not make
+        // it again (empty) from the puts logged before the drop.
+        std::string why;
+        if (e->wal.active() && e->wal_error.empty() && !e->wal.LogDrop(name, &why)) e->wal_error = why;
         if (!Logged(*e, cache::TableRef{}, name, {}, &err)) return err;
         return mi::MiOk();
       });

@@ -318,6 +318,44 @@ class Wal(unittest.TestCase):
         self.assertIsNone(r.get("over"))
         self.assertEqual(r.get("renamed"), b"1")
 
+    def test_dropped_and_renamed_collections_stay_gone(self):
+        """perf_drop and perf_rename at run time: after a crash the dropped
+        collection and the old name do not come back (empty), the new name
+        keeps its keys, and a configured collection dropped at run time
+        comes back (the config makes it) without its keys."""
+        from test_db import mi
+        extra = ["daemon.allow_create=yes"]
+        d = self.daemon(extra=extra)
+        for name in ("gone", "old"):
+            self.assertEqual(mi(d, "perf_create", [name]).get("result"), "OK")
+            for i in range(50):
+                self.assertEqual(mi(d, "perf_set", {"key": "k%d" % i, "value": "v", "ttl": "0", "collection": name})
+                                 .get("result"), "OK")
+        redis.Redis(port=d.port, db=3).set("configured", "x")
+        self.assertEqual(mi(d, "perf_drop", ["gone"]).get("result"), "OK")
+        self.assertEqual(mi(d, "perf_rename", ["old", "new"]).get("result"), "OK")
+        self.assertEqual(mi(d, "perf_drop", ["3"]).get("result"), "OK")
+        kill9_all(d)
+        p = subprocess.run([BIN, "-W", self.dir + "/data"], capture_output=True, text=True, timeout=60)
+        self.assertIn(", 3 drop)", p.stdout)
+        d2 = self.daemon(extra=extra)
+        names = mi(d2, "perf_collections")["result"]
+        listed = {c["name"] for c in (names if isinstance(names, list) else names.get("collections", []))}
+        self.assertNotIn("gone", listed)
+        self.assertNotIn("old", listed)
+        self.assertIn("new", listed)
+        self.assertIn("3", listed)
+        self.assertEqual(mi(d2, "perf_get", {"key": "k7", "collection": "new"})["result"]["value"], "v")
+        self.assertIsNone(redis.Redis(port=d2.port, db=3).get("configured"))
+        # made again after the drop: the new one's keys come back after a crash
+        self.assertEqual(mi(d2, "perf_create", ["gone"]).get("result"), "OK")
+        self.assertEqual(mi(d2, "perf_set", {"key": "again", "value": "2", "ttl": "0", "collection": "gone"})
+                         .get("result"), "OK")
+        kill9_all(d2)
+        d3 = self.daemon(extra=extra)
+        self.assertEqual(mi(d3, "perf_get", {"key": "again", "collection": "gone"})["result"]["value"], "2")
+        self.assertIn("error", mi(d3, "perf_get", {"key": "k1", "collection": "gone"}))
+
     def test_evicted_keys_do_not_come_back(self):
         d = self.daemon(extra=["memory.maxmemory=24mb", "memory.maxmemory_policy=allkeys-lru"], arena_mb=64)
         r = redis.Redis(port=d.port)

@@ -340,7 +340,17 @@ void Server::Guarded(Conn* c, F fn) {
   }
 }
 
+// The loop stops when a client has kOutPause unsent. If the Flush at the
+// end sends it all, nothing would run the commands already buffered (the
+// client sends nothing more: it waits for their replies), so the step is
+// run again; when the socket is full instead, reading stops and OnWrite
+// resumes (a redis-py pipeline of 30 GETs of 100 KB stalled here).
 void Server::Process(Conn* c) {
+  while (ProcessStep(c)) {
+  }
+}
+
+bool Server::ProcessStep(Conn* c) {
   while (!c->cont && !c->close_after_write && c->in_pos < c->in.size() &&
          c->pending() < kOutPause) {
     size_t before = c->in_pos;
@@ -366,7 +376,7 @@ void Server::Process(Conn* c) {
     c->out_cap = ol.hard ? c->out_pos + ol.hard : SIZE_MAX;
     dispatch_(*c);
     if (c->out.size() > out_before && c->out[out_before] == '-') Count(kCtrErrors);
-    if (OverOutputLimit(c, c->last_ms)) return;  // closed
+    if (OverOutputLimit(c, c->last_ms)) return false;  // closed
     if (c->cont) {
       if (!c->cont_ev) c->cont_ev = evtimer_new(base_, &Server::OnCont, c);
       timeval zero{0, 0};
@@ -374,6 +384,7 @@ void Server::Process(Conn* c) {
       break;
     }
   }
+  bool out_paused = c->pending() >= kOutPause && !c->cont && !c->close_after_write && c->in_pos < c->in.size();
   // Drop consumed input (the parser keeps offsets relative to in_pos).
   if (c->in_pos == c->in.size()) {
     c->in.clear();
@@ -386,7 +397,7 @@ void Server::Process(Conn* c) {
   if (OverQueryLimit(c)) {  // the argument table of an unfinished command counts too
     Count(kCtrQueryLimit);
     Close(c);
-    return;
+    return false;
   }
   if (c->hold_until && opt_.durable) {
     // "Waiting" is visible before the last look at durability (the WAL
@@ -399,13 +410,14 @@ void Server::Process(Conn* c) {
         held_.emplace_back(c->fd, c->id);
       }
       event_del(c->wev);  // nothing to send until ReleaseHeld (no busy OnWrite)
-      return;
+      return false;
     }
     if (held_.empty() && opt_.waiting) opt_.waiting(false);
   }
-  if (c->in_held) return;  // listed: ReleaseHeld sends it
+  if (c->in_held) return false;  // listed: ReleaseHeld sends it
   c->hold_until = 0;
-  (void)Flush(c);
+  if (!Flush(c)) return false;  // closed
+  return out_paused && c->reading && c->pending() < kOutPause;
 }
 
 size_t Server::DropHeld(int64_t now_ms, int64_t max_ms) {

@@ -167,6 +167,7 @@ class Server {
   static void OnWrite(evutil_socket_t fd, short, void* arg);
   static void OnCont(evutil_socket_t fd, short, void* arg);
   void Process(Conn* c);
+  bool ProcessStep(Conn* c);  // one pass of Process; true: run it again
   bool Admit();
   template <typename F>
   void Guarded(Conn* c, F fn);

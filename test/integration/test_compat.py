@@ -1,6 +1,10 @@
 # perfcached — differential test: the same commands to redis-server and perfcached, same bytes back.
 # Copyright (c) 2026 the perfcached authors.
+import os
 import unittest
+
+import redis
+
 
 from harness import Daemon, RawClient, RedisServer
 
@@ -155,6 +159,26 @@ class Compat(unittest.TestCase):
             replies.append([c.read_reply() for _ in range(6)])
             c.close()
         self.assertEqual(replies[0], replies[1])
+
+    def test_pipeline_of_replies_over_the_output_pause(self):
+        """30 GETs of 100 KB in one pipeline: 3 MB of replies, past the
+        1 MiB at which the door pauses a client. Each reply batch is sent
+        at once, and the commands still buffered must then run without
+        more input (regression: they waited for input that never came)."""
+        for port in (self.redis.port, self.perf.port):
+            c = redis.Redis(port=port, socket_timeout=10)
+            c.flushall()
+            value = os.urandom(100000)
+            for i in range(30):
+                c.set("big:%d" % i, value)
+            p = c.pipeline(transaction=False)
+            for _ in range(3):
+                for i in range(30):
+                    p.get("big:%d" % i)
+            got = p.execute()
+            self.assertEqual(len(got), 90)
+            self.assertTrue(all(g == value for g in got), port)
+            c.close()
 
     def test_protocol_errors_close_like_redis(self):
         bad = [b"*abc\r\n", b"*2\r\n$3\r\nGET\r\n:1\r\n", b"*1\r\n$-5\r\n",

@@ -175,8 +175,8 @@ std::string FormatBackupManifest(const BackupManifest& m) {
     s += "chunk " + c.name + " db=" + std::to_string(c.info.db) + " records=" + std::to_string(c.info.records) +
          " raw=" + std::to_string(c.info.raw) + " bytes=" + std::to_string(c.info.bytes) + " crc=" + crc + "\n";
   }
-  s += std::string("state ") + (m.complete ? "complete" : "running") + "\n";
-  if (m.complete) s += "finished_ms " + std::to_string(m.finished_ms) + "\n";
+  s += std::string("state ") + (m.complete ? "complete" : m.failed ? "failed" : "running") + "\n";
+  if (m.complete || m.failed) s += "finished_ms " + std::to_string(m.finished_ms) + "\n";
   s += "totals keys=" + std::to_string(m.keys) + " raw=" + std::to_string(m.raw) + " bytes=" +
        std::to_string(m.bytes) + "\n";
   return s;
@@ -226,8 +226,9 @@ bool ParseBackupManifest(std::string_view text, BackupManifest* m, std::string* 
       c.info.db = static_cast<uint32_t>(db);
       c.info.crc = static_cast<uint32_t>(crc);
       m->chunks.push_back(std::move(c));
-    } else if (w[0] == "state" && w.size() == 2 && (w[1] == "running" || w[1] == "complete")) {
+    } else if (w[0] == "state" && w.size() == 2 && (w[1] == "running" || w[1] == "complete" || w[1] == "failed")) {
       m->complete = w[1] == "complete";
+      m->failed = w[1] == "failed";
       seen_state = true;
     } else if (w[0] == "totals" && w.size() == 4 && Field(w[1], "keys", &m->keys) && Field(w[2], "raw", &m->raw) &&
                Field(w[3], "bytes", &m->bytes)) {

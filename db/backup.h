@@ -35,8 +35,8 @@
 //   source HOST:PORT (perfcached|redis) VERSION
 //   started_ms N
 //   chunk NAME db=N records=N raw=N bytes=N crc=HEX     one per chunk
-//   state running | complete
-//   finished_ms N                                       when complete
+//   state running | complete | failed
+//   finished_ms N                                       when complete or failed
 //   totals keys=N raw=N bytes=N
 
 #include <cstdint>
@@ -80,6 +80,7 @@ struct BackupManifest {
   std::string source;
   int64_t started_ms = 0, finished_ms = 0;
   bool complete = false;
+  bool failed = false;  // the dump stopped on an error (its chunks are whole)
   struct Chunk {
     std::string name;
     BackupChunkInfo info;

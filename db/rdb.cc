@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "db/rdb.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -199,7 +200,7 @@ struct Reader {
   // ((ctrl & 31) << 8) + next byte + 1 into what was decoded so far.
   bool Lzf(std::string_view in, size_t ulen, std::string* out) {
     out->clear();
-    out->reserve(ulen);
+    out->reserve(std::min(ulen, in.size() * 4));  // grows as the data proves it
     size_t i = 0;
     while (i < in.size()) {
       unsigned ctrl = static_cast<uint8_t>(in[i++]);
@@ -291,7 +292,9 @@ bool ReadListpack(std::string_view blob, std::string* value, uint64_t* items, st
       return r.Fail("an unknown listpack encoding");
     }
     size_t len = r.pos - start;
-    size_t backlen = len < 128 ? 1 : len < 16384 ? 2 : len < (1u << 21) ? 3 : len < (1u << 28) ? 4 : 5;
+    // Redis's lpEncodeBacklen: 7 bits a byte, but the limits are one
+    // below the powers (16383 takes 3 bytes, not 2).
+    size_t backlen = len <= 127 ? 1 : len < 16383 ? 2 : len < 2097151 ? 3 : len < 268435455 ? 4 : 5;
     if (!r.Bytes(backlen, &d)) return false;
     AddItem(value, item);
     ++n;

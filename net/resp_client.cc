@@ -135,6 +135,11 @@ bool RespClient::Wait(short events, std::string* err) {
 }
 
 bool RespClient::Connect(const std::string& host, int port, int timeout_ms, std::string* err) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  out_.clear();
+  in_.clear();
+  in_pos_ = 0;
   timeout_ms_ = timeout_ms;
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
@@ -181,7 +186,7 @@ void RespClient::Send(const std::vector<std::string_view>& argv) {
 bool RespClient::Flush(std::string* err) {
   size_t done = 0;
   while (done < out_.size()) {
-    ssize_t n = write(fd_, out_.data() + done, out_.size() - done);
+    ssize_t n = send(fd_, out_.data() + done, out_.size() - done, MSG_NOSIGNAL);
     if (n > 0) {
       done += static_cast<size_t>(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {

@@ -20,6 +20,7 @@
 // (a shared token bucket), so a dump of a busy server takes its time.
 #include "modules/db/backup_tool.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,19 +166,42 @@ class RateLimit {
   double next_ = 0;
 };
 
+// Connected, authenticated, and the server answers PING: a server still
+// loading its data (-LOADING) or wanting a password (-NOAUTH) is refused
+// here, not taken for an empty one.
 bool Open(const Options& o, net::RespClient* c, std::string* err) {
   if (!c->Connect(o.host, o.port, o.timeout_s * 1000, err)) return false;
-  const char* pass = std::getenv("REDISCLI_AUTH");
-  if (!pass || !*pass) return true;
   net::Reply r;
-  std::vector<std::string_view> argv{"AUTH"};
-  if (!o.user.empty()) argv.push_back(o.user);
-  argv.push_back(pass);
-  if (!c->Call(argv, &r, err)) return false;
+  const char* pass = std::getenv("REDISCLI_AUTH");
+  if (pass && *pass) {
+    std::vector<std::string_view> argv{"AUTH"};
+    if (!o.user.empty()) argv.push_back(o.user);
+    argv.push_back(pass);
+    if (!c->Call(argv, &r, err)) return false;
+    if (r.kind == net::Reply::kError) {
+      *err = "AUTH: " + r.str;
+      return false;
+    }
+  }
+  if (!c->Call({"PING"}, &r, err)) return false;
   if (r.kind == net::Reply::kError) {
-    *err = "AUTH: " + r.str;
+    *err = o.host + ":" + std::to_string(o.port) + " answers PING with -" + r.str +
+           (r.str.rfind("NOAUTH", 0) == 0 ? " (the password: REDISCLI_AUTH in the environment)" : "");
     return false;
   }
+  return true;
+}
+
+// A command whose reply must be a bulk string (INFO).
+bool CallBulk(net::RespClient& c, const std::vector<std::string_view>& argv, std::string* out, std::string* err) {
+  net::Reply r;
+  if (!c.Call(argv, &r, err)) return false;
+  if (r.kind != net::Reply::kBulk) {
+    *err = std::string(argv[0]) + " " + std::string(argv.size() > 1 ? argv[1] : "") + ": " +
+           (r.kind == net::Reply::kError ? r.str : std::string("an unexpected reply"));
+    return false;
+  }
+  *out = std::move(r.str);
   return true;
 }
 
@@ -223,12 +247,14 @@ struct Part {
 struct DumpState {
   const Options* o;
   RateLimit* limit;
-  std::mutex mu;  // parts, manifest, first error
+  std::mutex mu;  // parts, manifest, first error, failed keys
   std::vector<Part> parts;
   size_t next_part = 0;
   db::BackupManifest manifest;
+  double manifest_at = 0;  // MonoS of the last rewrite
   std::string error;
   std::atomic<bool> failed{false};
+  uint64_t failed_keys = 0;
 
   void Fail(const std::string& e) {
     std::lock_guard<std::mutex> g(mu);
@@ -238,23 +264,82 @@ struct DumpState {
 };
 
 constexpr size_t kChunkRaw = 8u << 20;
+constexpr size_t kKeysPerTrip = 64;  // DUMPs in flight per connection: memory is 64 values at most
 
-bool WriteChunk(DumpState& st, const Part& p, int* seq, uint64_t records, std::string* raw, std::string* err) {
-  if (records == 0) return true;
+// With st.mu held: the manifest, at most once a second (a chunk written
+// since is whole but unlisted, so a restore does not see it: the manifest
+// stays true), or now.
+bool SaveManifest(DumpState& st, bool now, std::string* err) {
+  double t = MonoS();
+  if (!now && t - st.manifest_at < 1.0) return true;
+  st.manifest_at = t;
+  return db::WriteFileAtomically(st.o->dir, "manifest", db::FormatBackupManifest(st.manifest), err);
+}
+
+bool WriteChunk(DumpState& st, const Part& p, int* seq, uint64_t* records, std::string* raw, std::string* err) {
+  if (*records == 0) return true;
   char name[64];
   std::snprintf(name, sizeof name, "db%d-p%03d-%05d.chunk", p.db, p.index, (*seq)++);
   db::BackupManifest::Chunk c;
   c.name = name;
-  std::string file = db::EncodeBackupChunk(static_cast<uint32_t>(p.db), records, *raw, &c.info);
+  std::string file = db::EncodeBackupChunk(static_cast<uint32_t>(p.db), *records, *raw, &c.info);
   if (!db::WriteFileAtomically(st.o->dir, name, file, err)) return false;
+  raw->clear();
+  *records = 0;
   std::lock_guard<std::mutex> g(st.mu);
   st.manifest.chunks.push_back(c);
-  st.manifest.keys += records;
-  st.manifest.raw += raw->size();
+  st.manifest.keys += c.info.records;
+  st.manifest.raw += c.info.raw;
   st.manifest.bytes += c.info.bytes;
-  raw->clear();
-  err->clear();
-  return db::WriteFileAtomically(st.o->dir, "manifest", db::FormatBackupManifest(st.manifest), err);
+  return SaveManifest(st, false, err);
+}
+
+// One key read as PTTL, DUMP, PTTL: a key written between them (another
+// value, another expiry) shows as two PTTLs that disagree, and is read
+// again (3 tries). *gone: it does not exist any more.
+struct KeyRead {
+  bool ok = false, gone = false;
+  std::string payload, error;
+  int64_t expire_ms = 0;
+};
+
+void SendKey(net::RespClient& c, const std::string& key) {
+  c.Send({"PTTL", key});
+  c.Send({"DUMP", key});
+  c.Send({"PTTL", key});
+}
+
+bool ReadKey(net::RespClient& c, KeyRead* k, std::string* err) {
+  net::Reply t1, d, t2;
+  if (!c.Read(&t1, err) || !c.Read(&d, err) || !c.Read(&t2, err)) return false;
+  int64_t now = NowMs();
+  *k = KeyRead{};
+  for (const net::Reply* r : {&t1, &d, &t2}) {
+    if (r->kind == net::Reply::kError) {
+      k->error = r->str;
+      return true;
+    }
+  }
+  if (d.kind == net::Reply::kNil || t2.num == -2) {
+    k->gone = k->ok = true;
+    return true;
+  }
+  if (d.kind != net::Reply::kBulk || t1.kind != net::Reply::kInt || t2.kind != net::Reply::kInt) {
+    k->error = "an unexpected reply";
+    return true;
+  }
+  // The same expiry before and after (within the time between): the
+  // payload is of that state.
+  bool same = (t1.num < 0) == (t2.num < 0) && (t1.num < 0 ? t1.num == t2.num : t1.num - t2.num <= 1000 &&
+                                                                                   t2.num <= t1.num);
+  if (!same) {
+    k->error = "written while it was read";
+    return true;
+  }
+  k->ok = true;
+  k->payload = std::move(d.str);
+  k->expire_ms = t2.num >= 0 ? now + t2.num : 0;
+  return true;
 }
 
 bool DumpPart(DumpState& st, net::RespClient& c, const Part& p, std::string* err) {
@@ -266,10 +351,13 @@ bool DumpPart(DumpState& st, net::RespClient& c, const Part& p, std::string* err
   int seq = 0;
   net::Reply r;
   do {
-    std::string count = "1000";
+    // perfcached visits COUNT/4 + 1 hash residues a step (keys_family.cc
+    // CmdScan): ask for no more than the part has left, so no step
+    // reaches into the next part.
+    std::string count = "200";
     if (ranged) {
-      uint64_t left = std::min<uint64_t>(p.to - (cursor >> 6), 100);
-      count = std::to_string(left > 1 ? 4 * (left - 1) : 1);  // ~left residues: none of the next part's
+      uint64_t left = std::min<uint64_t>(p.to - (cursor >> 6), 50);
+      count = std::to_string(left > 1 ? 4 * (left - 1) : 1);
     }
     std::string cur = std::to_string(cursor);
     if (!c.Call({"SCAN", cur, "COUNT", count}, &r, err)) return false;
@@ -279,33 +367,38 @@ bool DumpPart(DumpState& st, net::RespClient& c, const Part& p, std::string* err
     }
     cursor = std::strtoull(r.items[0].str.c_str(), nullptr, 10);
     const std::vector<net::Reply>& keys = r.items[1].items;
-    for (const net::Reply& k : keys) {
-      c.Send({"DUMP", k.str});
-      c.Send({"PTTL", k.str});
-    }
-    if (!c.Flush(err)) return false;
-    int64_t now = NowMs();
-    size_t bytes = 0;
-    for (const net::Reply& k : keys) {
-      net::Reply d, t;
-      if (!c.Read(&d, err) || !c.Read(&t, err)) return false;
-      if (d.kind == net::Reply::kError || t.kind == net::Reply::kError) {
-        *err = "DUMP " + k.str + ": " + (d.kind == net::Reply::kError ? d.str : t.str);
-        return false;
+    for (size_t b = 0; b < keys.size(); b += kKeysPerTrip) {
+      size_t e = std::min(keys.size(), b + kKeysPerTrip), bytes = 0;
+      for (size_t k = b; k < e; ++k) SendKey(c, keys[k].str);
+      if (!c.Flush(err)) return false;
+      for (size_t k = b; k < e; ++k) {
+        const std::string& key = keys[k].str;
+        KeyRead kr;
+        if (!ReadKey(c, &kr, err)) return false;
+        for (int again = 0; !kr.ok && again < 3; ++again) {  // alone, a little later
+          usleep(1000);
+          SendKey(c, key);
+          if (!c.Flush(err) || !ReadKey(c, &kr, err)) return false;
+        }
+        if (!kr.ok) {
+          std::lock_guard<std::mutex> g(st.mu);
+          if (st.failed_keys++ < 5) {
+            std::fprintf(stderr, "perfcached --dump: database %d key '%s' not dumped: %s\n", p.db,
+                         key.substr(0, 100).c_str(), kr.error.c_str());
+          }
+          continue;
+        }
+        if (kr.gone) continue;
+        db::AppendBackupRecord(&raw, key, kr.expire_ms, kr.payload);
+        ++records;
+        bytes += kr.payload.size() + key.size();
+        if (raw.size() >= kChunkRaw && !WriteChunk(st, p, &seq, &records, &raw, err)) return false;
       }
-      if (d.kind != net::Reply::kBulk || t.kind != net::Reply::kInt || t.num == -2) continue;  // gone meanwhile
-      db::AppendBackupRecord(&raw, k.str, t.num >= 0 ? now + t.num : 0, d.str);
-      ++records;
-      bytes += d.str.size() + k.str.size();
+      st.limit->Take(bytes);
+      if (st.failed) return true;
     }
-    st.limit->Take(bytes);
-    if (raw.size() >= kChunkRaw) {
-      if (!WriteChunk(st, p, &seq, records, &raw, err)) return false;
-      records = 0;
-    }
-    if (st.failed) return true;
   } while (cursor != 0 && (!ranged || (cursor >> 6) < p.to));
-  return WriteChunk(st, p, &seq, records, &raw, err);
+  return WriteChunk(st, p, &seq, &records, &raw, err);
 }
 
 int Dump(const Options& o) {
@@ -322,11 +415,13 @@ int Dump(const Options& o) {
   }
   net::RespClient ctl;
   net::Reply r;
-  if (!Open(o, &ctl, &err) || !ctl.Call({"INFO", "server"}, &r, &err)) {
+  std::string info, keyspace;
+  if (!Open(o, &ctl, &err) || !CallBulk(ctl, {"INFO", "server"}, &info, &err) ||
+      !CallBulk(ctl, {"INFO", "keyspace"}, &keyspace, &err)) {
     std::fprintf(stderr, "perfcached --dump: %s\n", err.c_str());
     return 1;
   }
-  std::string info = "\n" + r.str;
+  info = "\n" + info;
   std::string ours = InfoField(info, "perfcached_version");
   bool perfcached = !ours.empty();
   RateLimit limit(o.rate_mb);
@@ -336,11 +431,9 @@ int Dump(const Options& o) {
   st.manifest.source = o.host + ":" + std::to_string(o.port) + (perfcached ? " perfcached " + ours
                                                                            : " redis " + InfoField(info, "redis_version"));
   st.manifest.started_ms = NowMs();
-  if (!ctl.Call({"INFO", "keyspace"}, &r, &err)) {
-    std::fprintf(stderr, "perfcached --dump: %s\n", err.c_str());
-    return 1;
-  }
-  std::vector<int> dbs = o.dbs.empty() ? NonEmptyDbs(r.str) : o.dbs;
+  std::vector<int> dbs = o.dbs.empty() ? NonEmptyDbs(keyspace) : o.dbs;
+  std::sort(dbs.begin(), dbs.end());
+  dbs.erase(std::unique(dbs.begin(), dbs.end()), dbs.end());
   // The parts: on perfcached, a database's residues cut into 4 parts a job.
   for (int d : dbs) {
     if (!Select(&ctl, d, &err)) {
@@ -371,7 +464,7 @@ int Dump(const Options& o) {
       st.parts.push_back(p);
     }
   }
-  if (!db::WriteFileAtomically(o.dir, "manifest", db::FormatBackupManifest(st.manifest), &err)) {
+  if (!SaveManifest(st, true, &err)) {
     std::fprintf(stderr, "perfcached --dump: %s\n", err.c_str());
     return 1;
   }
@@ -396,14 +489,17 @@ int Dump(const Options& o) {
   }
   for (auto& t : pool) t.join();
   double secs = MonoS() - t0;
+  st.manifest.finished_ms = NowMs();
   if (st.failed) {
-    std::fprintf(stderr, "perfcached --dump: %s\n  %s/manifest lists the %zu chunk(s) written before (state running)\n",
+    st.manifest.failed = true;
+    std::string e2;
+    (void)SaveManifest(st, true, &e2);
+    std::fprintf(stderr, "perfcached --dump: %s\n  %s/manifest lists the %zu chunk(s) written before (state failed)\n",
                  st.error.c_str(), o.dir.c_str(), st.manifest.chunks.size());
     return 1;
   }
   st.manifest.complete = true;
-  st.manifest.finished_ms = NowMs();
-  if (!db::WriteFileAtomically(o.dir, "manifest", db::FormatBackupManifest(st.manifest), &err)) {
+  if (!SaveManifest(st, true, &err)) {
     std::fprintf(stderr, "perfcached --dump: %s\n", err.c_str());
     return 1;
   }
@@ -413,6 +509,11 @@ int Dump(const Options& o) {
               st.manifest.chunks.size(), st.manifest.raw / 1e6, st.manifest.bytes / 1e6, secs,
               secs > 0 ? st.manifest.keys / secs : 0.0, threads,
               o.rate_mb > 0 ? (std::to_string(static_cast<int>(o.rate_mb)) + " MB/s").c_str() : "none");
+  if (st.failed_keys) {
+    std::fprintf(stderr, "perfcached --dump: %llu key(s) could not be read (written non-stop, or an error): "
+                         "not in the backup\n", static_cast<unsigned long long>(st.failed_keys));
+    return 1;
+  }
   return 0;
 }
 
@@ -439,8 +540,9 @@ int Restore(const Options& o) {
     return 1;
   }
   if (!m.complete && !o.partial) {
-    std::fprintf(stderr, "perfcached --restore: %s: the dump did not finish (state running); its %zu chunk(s) hold "
-                         "part of the data: --partial restores them\n", o.dir.c_str(), m.chunks.size());
+    std::fprintf(stderr, "perfcached --restore: %s: the dump did not finish (state %s); its %zu chunk(s) hold "
+                         "part of the data: --partial restores them\n", o.dir.c_str(), m.failed ? "failed" : "running",
+                 m.chunks.size());
     return 1;
   }
   // Every chunk verified before the server is touched.
@@ -455,6 +557,23 @@ int Restore(const Options& o) {
       return 1;
     }
   }
+  // A part's chunks in the order they were written, by one connection: a
+  // key a SCAN gave twice (a retried visit, redis-server's rehashing) is
+  // restored in the order it was read, so with --replace the later read
+  // wins.
+  std::vector<std::vector<size_t>> parts;
+  {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < m.chunks.size(); ++i) {
+      std::string part = m.chunks[i].name.substr(0, m.chunks[i].name.rfind('-'));
+      size_t k = std::find(names.begin(), names.end(), part) - names.begin();
+      if (k == names.size()) {
+        names.push_back(part);
+        parts.emplace_back();
+      }
+      parts[k].push_back(i);
+    }
+  }
   RateLimit limit(o.rate_mb);
   RestoreCounts n;
   std::mutex mu;
@@ -462,7 +581,7 @@ int Restore(const Options& o) {
   std::string first_error;
   std::atomic<bool> broken{false};
   double t0 = MonoS();
-  int threads = std::max(1, std::min<int>(o.jobs, static_cast<int>(m.chunks.size())));
+  int threads = std::max(1, std::min<int>(o.jobs, static_cast<int>(parts.size())));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
@@ -475,13 +594,16 @@ int Restore(const Options& o) {
       std::string e;
       if (!Open(o, &c, &e)) return fail(e);
       int current_db = -1;
+      std::vector<size_t> mine;
       for (;;) {
-        size_t i;
-        {
+        if (mine.empty()) {
           std::lock_guard<std::mutex> g(mu);
-          if (broken || next >= m.chunks.size()) return;
-          i = next++;
+          if (broken || next >= parts.size()) return;
+          mine = parts[next++];
+          std::reverse(mine.begin(), mine.end());
         }
+        size_t i = mine.back();
+        mine.pop_back();
         std::string file;
         db::BackupChunkInfo info;
         std::vector<db::BackupRecord> recs;
@@ -550,6 +672,7 @@ int Restore(const Options& o) {
 }  // namespace
 
 int RunBackupTool(int argc, char** argv, int first) {
+  signal(SIGPIPE, SIG_IGN);  // a server that goes away is an error to report, not a death
   Options o;
   std::string err;
   for (int i = first; i < argc; ++i) {

@@ -427,6 +427,12 @@ void CmdRestore(CmdCtx& c) {
     return c.r.Simple("OK");
   }
   Status s = cache::ImportEntry(ctx, t, e, &err, !replace);
+  if (s == Status::kNotFound && replace) {
+    // The expiry passed between our clock read and ImportEntry's: as
+    // above, the old value goes (Redis deletes it).
+    Status d = cache::Del(ctx, t, e.key);
+    if (d != Status::kOk && d != Status::kNotFound) return ReplyStatus(c, d);
+  }
   if (s == Status::kExists) return c.r.Error("BUSYKEY Target key name already exists.");
   if (s == Status::kInvalid) return c.r.Error(std::string("ERR ") + db::kRdbBadFormat);
   if (s != Status::kOk && s != Status::kNotFound) return ReplyStatus(c, s);

@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       db::BackupManifest m, back;
       if (!db::ParseBackupManifest(in, &m, &err)) return 0;
       if (!db::ParseBackupManifest(db::FormatBackupManifest(m), &back, &err)) abort();
-      if (back.chunks.size() != m.chunks.size() || back.complete != m.complete) abort();
+      if (back.chunks.size() != m.chunks.size() || back.complete != m.complete || back.failed != m.failed) abort();
       for (size_t k = 0; k < m.chunks.size(); ++k) {
         if (back.chunks[k].name != m.chunks[k].name || back.chunks[k].info.crc != m.chunks[k].info.crc) abort();
       }

@@ -167,6 +167,7 @@ class BackupTool(unittest.TestCase):
         self.assertIn("%d kept" % len(want), p.stdout)
         redis.Redis(port=b.port).set("s:1", "changed")
         p = tool("--restore", out, "--port", str(b.port), "--replace")
+        self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("%d key(s) restored" % len(want), p.stdout)
         same(self, snapshot(b.port), want)
 
@@ -272,6 +273,64 @@ class BackupTool(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertGreater(took, 40000 * 215 / 4e6 - 0.3, p.stdout)
 
+    def test_auth_loading_and_databases(self):
+        a = self.daemon(workers=1, overrides=("secrets.resp=s3cret",))
+        r = redis.Redis(port=a.port, password="s3cret")
+        r.set("in0", "x")
+        redis.Redis(port=a.port, password="s3cret", db=5).set("in5", "y")
+        redis.Redis(port=a.port, password="s3cret", db=7).set("in7", "z")
+        out = os.path.join(self.dir, "a")
+        env = {k: v for k, v in os.environ.items() if k != "REDISCLI_AUTH"}
+        p = tool("--dump", out, "--port", str(a.port), env=env)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("NOAUTH", p.stderr)
+        self.assertIn("REDISCLI_AUTH", p.stderr)
+        p = tool("--dump", out + "x", "--port", str(a.port), env=dict(env, REDISCLI_AUTH="wrong"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("AUTH", p.stderr)
+        p = tool("--dump", out, "--port", str(a.port), "--db", "5,5,7", env=dict(env, REDISCLI_AUTH="s3cret"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("dump: 2 key(s) of 2 database(s)", p.stdout)
+        with open(os.path.join(out, "manifest")) as f:
+            chunks = [l.split()[1] for l in f if l.startswith("chunk ")]
+        self.assertEqual(len(chunks), len(set(chunks)))
+        b = self.daemon(workers=1)
+        p = tool("--restore", out, "--port", str(b.port))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(redis.Redis(port=b.port, db=5).get("in5"), b"y")
+        self.assertEqual(redis.Redis(port=b.port, db=7).get("in7"), b"z")
+        self.assertEqual(redis.Redis(port=b.port).dbsize(), 0)
+
+    def test_big_values_expired_keys_and_refused_keys(self):
+        rs = RedisServer()
+        self.addCleanup(rs.stop)
+        r = redis.Redis(port=rs.port)
+        big = os.urandom(100000)
+        p = r.pipeline(transaction=False)
+        for i in range(400):  # 40 MB: many steps of replies past the door's 1 MiB output pause
+            p.set("big:%d" % i, big)
+        p.execute()
+        r.set("short", "lived", px=1500)
+        r.rpush("a-list", "x")  # perfcached does not serve lists yet
+        out = os.path.join(self.dir, "a")
+        p = tool("--dump", out, "--port", str(rs.port), "--rate", "0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("dump: 402 key(s)", p.stdout)
+        time.sleep(1.6)
+        b = self.daemon(workers=1, arena_mb=256)
+        p = tool("--restore", out, "--port", str(b.port))
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("400 key(s) restored", p.stdout)
+        self.assertIn("1 expired, 1 failed", p.stdout)
+        self.assertIn("key 'a-list': ERR Bad data format", p.stderr)
+        rb = redis.Redis(port=b.port)
+        self.assertEqual(rb.get("big:399"), big)
+        # and perfcached dumps its 400 big values back out
+        out2 = os.path.join(self.dir, "b")
+        p = tool("--dump", out2, "--port", str(b.port), "--rate", "0", "--jobs", "2")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("dump: 400 key(s)", p.stdout)
+
     def test_writes_during_a_dump_do_not_hide_other_keys(self):
         a = self.daemon(workers=2)
         r = redis.Redis(port=a.port)
@@ -279,24 +338,32 @@ class BackupTool(unittest.TestCase):
         for i in range(30000):
             p.set("stable:%d" % i, i)
         p.execute()
+        level = lambda: int(r.scan(0, count=1)[0]) & 63  # perfcached's cursor: residue << 6 | level
         stop = threading.Event()
 
         def churn():
             c = redis.Redis(port=a.port)
             i = 0
-            while not stop.is_set() and i < 200000:
-                c.set("churn:%d" % (i % 20000), i)  # tables grow while the dump walks them
-                i += 1
+            while not stop.is_set() and i < 400000:
+                p = c.pipeline(transaction=False)
+                for k in range(i, i + 100):
+                    p.set("churn:%d" % (k % 80000), k)  # the table grows while the dump walks it
+                p.execute()
+                i += 100
 
+        before = level()
         t = threading.Thread(target=churn)
         t.start()
         try:
             out = os.path.join(self.dir, "a")
-            p = tool("--dump", out, "--port", str(a.port), "--jobs", "4", "--rate", "0")
+            # ~2 MB at 0.6 MB/s: the churn's 80,000 keys land meanwhile
+            p = tool("--dump", out, "--port", str(a.port), "--jobs", "4", "--rate", "0.6")
             self.assertEqual(p.returncode, 0, p.stderr)
         finally:
             stop.set()
             t.join(timeout=60)
+        # the table split while the dump walked it (what the test is about)
+        self.assertGreater(level(), before)
         b = self.daemon(workers=1)
         self.assertEqual(tool("--restore", out, "--port", str(b.port)).returncode, 0)
         rb = redis.Redis(port=b.port)

@@ -190,3 +190,52 @@ TEST(Rdb, RefusesWhatItCannotRead) {
   // too short to hold a trailer
   STRCMP_EQUAL(db::kRdbBadChecksum, Refused("\x00\x01").c_str());
 }
+
+// Back-lengths at the limits Redis uses (lpEncodeBacklen): an entry of
+// 127 bytes has a 1-byte back-length, of 16383 bytes a 3-byte one.
+TEST(Rdb, ListpackBackLengthsAtTheLimits) {
+  for (size_t len : {size_t{127}, size_t{128}, size_t{16382}, size_t{16383}, size_t{16384}}) {
+    // a 32-bit string entry: 0xF0, 4-byte length, data; len = 5 + data
+    size_t data = len - 5;
+    std::string entry = Bytes({0xF0, static_cast<int>(data & 0xff), static_cast<int>((data >> 8) & 0xff), 0, 0}) +
+                        std::string(data, 'd');
+    size_t backlen = len <= 127 ? 1 : len < 16383 ? 2 : 3;
+    entry += std::string(backlen, '\x01');  // the reader skips it
+    std::string second = Bytes({0x81, 'v', 2});
+    uint32_t total = static_cast<uint32_t>(6 + entry.size() + second.size() + 1);
+    std::string blob = Bytes({static_cast<int>(total & 0xff), static_cast<int>((total >> 8) & 0xff), 0, 0, 2, 0}) +
+                       entry + second + Bytes({0xff});
+    size_t n = blob.size();  // a 32-bit RDB length: 0x80, big-endian
+    std::string body = Bytes({16, 0x80, 0, 0, static_cast<int>(n >> 8), static_cast<int>(n & 0xff)});
+    cache::Entry e = Restore(Seal(body + blob, 10));
+    std::vector<std::string> want{std::string(data, 'd'), "v"};
+    CHECK_TEXT(want == Items(e.value, true), std::to_string(len).c_str());
+  }
+}
+
+TEST(Rdb, WideIntegers) {
+  // intset of width 8: -2^40, 7
+  std::string blob = Bytes({8, 0, 0, 0, 2, 0, 0, 0}) + Bytes({0, 0, 0, 0, 0, 0xff, 0xff, 0xff}) +
+                     Bytes({7, 0, 0, 0, 0, 0, 0, 0});
+  cache::Entry e = Restore(Seal(Bytes({11, static_cast<int>(blob.size())}) + blob, 10));
+  std::vector<std::string> want{"-1099511627776", "7"};
+  CHECK(want == Items(e.value, false));
+  // listpack set (type 20): int16 -300, int24 70000, int64 -5, 12-bit string of 100 bytes
+  std::string entries = Bytes({0xF1, 0xd4, 0xfe, 4}) + Bytes({0xF2, 0x70, 0x11, 0x01, 5}) +
+                        Bytes({0xF4, 0xfb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 10}) +
+                        Bytes({0xE0, 100}) + std::string(100, 's') + Bytes({102});
+  uint32_t total = static_cast<uint32_t>(6 + entries.size() + 1);
+  std::string lp = Bytes({static_cast<int>(total), 0, 0, 0, 4, 0}) + entries + Bytes({0xff});
+  cache::Entry s = Restore(Seal(Bytes({20, 0x40, static_cast<int>(lp.size())}) + lp, 11));
+  std::vector<std::string> want_s{"-300", "70000", "-5", std::string(100, 's')};
+  CHECK(want_s == Items(s.value, false));
+  // a ziplist entry after a 254-byte one: its prevlen is 0xFE + 4 bytes
+  std::string big(250, 'b');
+  std::string zl = Bytes({0x00, 0x40, 250}) + big + Bytes({0xFE, 0xFD, 0, 0, 0, 0x01, 'x'});
+  uint32_t ztotal = static_cast<uint32_t>(10 + zl.size() + 1);
+  std::string zblob = Bytes({static_cast<int>(ztotal & 0xff), static_cast<int>(ztotal >> 8), 0, 0, 0, 0, 0, 0, 2, 0}) +
+                      zl + Bytes({0xff});
+  cache::Entry z = Restore(Seal(Bytes({13, 0x41, static_cast<int>(zblob.size() & 0xff)}) + zblob, 9));
+  std::vector<std::string> want_z{big, "x"};
+  CHECK(want_z == Items(z.value, true));
+}

@@ -260,7 +260,9 @@ void CmdScan(CmdCtx& c) {
   std::vector<std::string> keys;
   uint64_t next = 0;
   // COUNT is a hint about work, as in Redis: about COUNT/4 residues (our
-  // buckets hold ~4 keys at the target load).
+  // buckets hold ~4 keys at the target load). `perfcached --dump` relies
+  // on COUNT/4 + 1 residues exactly (modules/db/backup_tool.cc DumpPart)
+  // to keep its parts from overlapping: change both together.
   uint32_t residues = static_cast<uint32_t>(count / 4 + 1);
   if (residues > 1u << 20) residues = 1u << 20;
   Status s = cache::ScanStep(*c.env.ctx, t, cursor, residues, f,

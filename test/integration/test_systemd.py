@@ -460,8 +460,17 @@ class Unit(unittest.TestCase):
             os.chmod(run, 0o1770)
             port = free_port()
             fifo, dgram = run + "/fifo", run + "/mi.sock"
-            argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                    'mount -t tmpfs -o mode=1777 private-tmp /tmp && exec "$@"', "sh",
+            # A tree under /tmp (a worktree) would vanish with it: it is
+            # held aside and mounted back at its path over the new /tmp.
+            hold = ""
+            if os.path.realpath(ROOT).startswith("/tmp/"):
+                hold = run + "/tree"
+                os.mkdir(hold)
+            script = ('set -e; if [ -n "$HOLD" ]; then mount --bind "$TREE" "$HOLD"; fi; '
+                      'mount -t tmpfs -o mode=1777 private-tmp /tmp; '
+                      'if [ -n "$HOLD" ]; then mkdir -p "$TREE"; mount --bind "$HOLD" "$TREE"; fi; exec "$@"')
+            argv = ["unshare", "--mount", "--propagation", "private", "--", "env", "HOLD=" + hold,
+                    "TREE=" + os.path.realpath(ROOT), "sh", "-c", script, "sh",
                     BIN, "-D", "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=" + fifo,
                     "-o", "mi.datagram=" + dgram, "-o", "mi.reply_dir=%s/" % run,
                     "-o", "daemon.pid_file=%s/pid" % run, "-o", "daemon.workers=1",

@@ -164,6 +164,8 @@ static_assert(offsetof(Catalog, automove_request) == 184);
 static_assert(offsetof(Catalog, tables) == 192);
 static_assert(sizeof(Catalog) == 192 + kMaxCollections * sizeof(TableHeader));
 
+struct DictChange;  // cache/dict.h
+
 // A process's handle on the engine: its arena, allocator slot and scratch.
 struct Ctx {
   Ctx(mem::Arena& a, uint32_t slot);
@@ -182,6 +184,10 @@ struct Ctx {
   // ClearCollection), after the bucket's lock is gone: collection, key, the
   // removed record's version. The WAL logs a tombstone for each.
   std::function<void(std::string_view, std::string_view, uint64_t)> on_cleared;
+  // When set, each committed aggregate write (cache/dict.h Dict::Commit)
+  // appends what it changed: the WAL logs the fields of a large hash or
+  // set instead of the whole aggregate (db/wal.h kind 5).
+  std::vector<DictChange>* dict_journal = nullptr;
   std::string scratch;             // reused buffers (no malloc per op)
   std::vector<Off> dead;           // cells to free after unlock
 };

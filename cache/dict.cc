@@ -697,8 +697,34 @@ bool Dict::Find(std::string_view field, std::string* value) {
   }
 }
 
+void Dict::Note(std::string_view field, const std::string_view* value) {
+  auto [it, fresh] = delta_at_.try_emplace(std::string(field), delta_.size());
+  if (fresh) delta_.emplace_back(std::string(field), std::nullopt);
+  auto& slot = delta_[it->second].second;
+  if (value) {
+    slot.emplace(*value);
+  } else {
+    slot.reset();
+  }
+}
+
+void Dict::Journal(bool whole, uint64_t version, int64_t expire_ms) {
+  DictChange ch;
+  ch.table_index = t_.index;
+  ch.table_gen = t_.gen;
+  ch.key = key_;
+  ch.type = type_;
+  ch.whole = whole;
+  ch.tree = enc_ == DictEnc::kTree;
+  ch.version = version;
+  ch.expire_ms = expire_ms;
+  if (version != 0 && !whole) ch.fields = std::move(delta_);
+  c_.dict_journal->push_back(std::move(ch));
+}
+
 bool Dict::Put(std::string_view field, std::string_view value) {
   dirty_ = true;
+  if (c_.dict_journal) Note(field, &value);
   if (enc_ == DictEnc::kNone) {
     int64_t x;
     if (type_ == kTypeSet && lim_.set_intset_entries > 0 && CanonicalInt(field, &x)) {
@@ -757,6 +783,7 @@ bool Dict::Put(std::string_view field, std::string_view value) {
 }
 
 bool Dict::Remove(std::string_view field) {
+  if (c_.dict_journal && Find(field)) Note(field, nullptr);
   switch (enc_) {
     case DictEnc::kPack:
       for (size_t i = 0; i < pack_.size(); ++i) {
@@ -968,9 +995,16 @@ Status Dict::Commit() {
     bool current = version_ == 0 ? s == Status::kNotFound : s == Status::kOk && ri.version == version_;
     return current ? Status::kNoMem : Status::kVersion;
   }
-  if (!dirty_) return Validate();
+  if (!dirty_) {
+    Status s = Validate();
+    if (s == Status::kOk && c_.dict_journal) Journal(false, 0, 0);  // nothing changed
+    return s;
+  }
   if (size() == 0) {
-    if (version_ == 0) return Status::kOk;
+    if (version_ == 0) {
+      if (c_.dict_journal) Journal(false, 0, 0);
+      return Status::kOk;
+    }
     // The last field went: the key goes (its cells with it, freed by the
     // delete: retired_ cells belong to that tree and are not freed here).
     Status s = DelIfVersion(c_, t_, key_, version_);
@@ -980,6 +1014,7 @@ Status Dict::Commit() {
       for (Off o : fresh_) c_.alloc.Free(o);
       fresh_.clear();
       committed_ = true;
+      if (c_.dict_journal) Journal(true, 0, 0);
     }
     return s;
   }
@@ -1012,15 +1047,22 @@ Status Dict::Commit() {
   o.type = type_;
   o.check_version = true;
   o.expect_version = version_;
-  o.keep_ttl = !replace_;
-  if (replace_) o.expire_ms = replace_expire_ms_;
+  o.keep_ttl = !replace_ && !set_expire_;
+  if (set_expire_) {
+    o.expire_ms = set_expire_ms_;
+  } else if (replace_) {
+    o.expire_ms = replace_expire_ms_;
+  }
   o.shallow_old = !replace_;
   if (publish_version_ != 0) {
     o.if_newer = true;
-    o.version = publish_version_;
+    o.version = publish_at_least_ ? std::max(publish_version_, version_ + 1) : publish_version_;
   }
+  uint64_t stored = 0;
+  o.stored_version = &stored;
   Status s = Set(c_, t_, key_, out, o);
   if (s != Status::kOk) return s;
+  if (c_.dict_journal) Journal(version_ == 0 || replace_, stored, o.keep_ttl ? expire_ms_ : o.expire_ms);
   committed_ = true;
   fresh_.clear();  // published
   for (Off r : retired_) c_.alloc.Free(r);

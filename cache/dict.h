@@ -41,9 +41,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -55,6 +57,26 @@
 namespace cache {
 
 enum class DictEnc : uint8_t { kNone = 0, kPack = 1, kIntset = 2, kTree = 3 };
+
+// What one committed Dict write changed (Ctx::dict_journal): the WAL's
+// field records (db/wal.h kind 5, docs/persistence.md). Every statement
+// holds at `version`: a record of it replays idempotently, newest wins
+// per field.
+struct DictChange {
+  uint32_t table_index = 0, table_gen = 0;  // the TableRef
+  std::string key;
+  uint8_t type = 0;
+  // The key was created, replaced (LoadForReplace) or removed (its last
+  // entry went): its whole state must be logged, not `fields`.
+  bool whole = false;
+  bool tree = false;        // tree-encoded after the write (a large aggregate)
+  uint64_t version = 0;     // the version published (0: nothing changed)
+  int64_t expire_ms = 0;    // the key's expiry at that version
+  // Each entry written, in first-write order, its last value; nullopt =
+  // removed (a set member's value is empty). Empty and !whole: the Commit
+  // changed nothing (nothing was staged).
+  std::vector<std::pair<std::string, std::optional<std::string>>> fields;
+};
 
 
 // Free a record that this process unlinked, with everything it owns (the
@@ -101,6 +123,20 @@ class Dict {
   // Commit publishes with version v, and only if v is newer than the key's
   // current version (kVersion if not; cache/ops.h StoreOpts::if_newer).
   void SetPublishVersion(uint64_t v) { publish_version_ = v; }
+  // WAL replay of field records (db/wal_apply.h): Commit publishes with
+  // version max(v, the loaded version + 1), whatever the key holds now, so
+  // a merge never reuses a version. Not for a live table.
+  void SetPublishVersionAtLeast(uint64_t v) {
+    publish_version_ = v;
+    publish_at_least_ = true;
+  }
+  // Commit sets the key's expiry (absolute ms, 0 = never) instead of
+  // keeping it: WAL replay of field records.
+  void SetExpire(int64_t ms) {
+    set_expire_ = true;
+    set_expire_ms_ = ms;
+    dirty_ = true;
+  }
 
   bool Find(std::string_view field, std::string* value = nullptr);
   // Stage: insert or replace; returns true when the field is new.
@@ -166,6 +202,14 @@ class Dict {
   bool replace_ = false;
   int64_t replace_expire_ms_ = 0;
   uint64_t publish_version_ = 0;  // 0: the next version (the usual case)
+  bool publish_at_least_ = false;
+  bool set_expire_ = false;
+  int64_t set_expire_ms_ = 0;
+  // Ctx::dict_journal: the entries staged, last value wins (Note).
+  std::vector<std::pair<std::string, std::optional<std::string>>> delta_;
+  std::unordered_map<std::string, size_t> delta_at_;
+  void Note(std::string_view field, const std::string_view* value);
+  void Journal(bool whole, uint64_t version, int64_t expire_ms);
   bool alloc_failed_ = false;
   bool locked_ = false;
   detail::KeyLock klock_;

@@ -73,6 +73,38 @@ void EncodeWalRecord(WalKind kind, std::string_view collection, std::string_view
   std::memcpy(out->data() + head + 4, &crc, 4);
 }
 
+void EncodeWalFields(std::string_view collection, std::string_view key, uint8_t type, int64_t expire_ms,
+                     uint64_t version, const WalFieldChanges& changes, std::string* out) {
+  std::string v;
+  PutVarint(&v, changes.size());
+  for (const auto& [f, val] : changes) {
+    v.push_back(static_cast<char>(val ? 1 : 2));
+    PutVarint(&v, f.size());
+    v.append(f);
+    if (val && type == cache::kTypeHash) {
+      PutVarint(&v, val->size());
+      v.append(*val);
+    }
+  }
+  EncodeWalRecord(kWalFields, collection, key, type, v, expire_ms, version, out);
+}
+
+bool DecodeWalFields(std::string_view value, uint8_t type, WalFieldChanges* out) {
+  out->clear();
+  Cursor c{value};
+  uint64_t n = 0;
+  if (!c.Varint(&n) || n > value.size()) return false;
+  out->reserve(static_cast<size_t>(n));
+  for (uint64_t i = 0; i < n; ++i) {
+    uint8_t op = 0;
+    std::string_view f, v;
+    if (!c.U8(&op) || (op != 1 && op != 2) || !c.LenBytes(&f)) return false;
+    if (op == 1 && type == cache::kTypeHash && !c.LenBytes(&v)) return false;
+    out->emplace_back(std::string(f), op == 1 ? std::optional<std::string>(std::string(v)) : std::nullopt);
+  }
+  return c.pos == value.size();
+}
+
 WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, std::string* err) {
   if (bytes.size() < kWalRecordHead) return WalDecode::kShort;
   uint32_t len = GetU32(bytes.data()), crc = GetU32(bytes.data() + 4);
@@ -95,9 +127,16 @@ WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, 
     *err = "record fields do not add up to its length";
     return WalDecode::kBad;
   }
-  if (kind < kWalPut || kind > kWalDrop) {
+  if (kind < kWalPut || kind > kWalFields) {
     *err = "unknown record kind " + std::to_string(kind);
     return WalDecode::kBad;
+  }
+  if (kind == kWalFields) {
+    WalFieldChanges ch;
+    if ((type != cache::kTypeHash && type != cache::kTypeSet) || !DecodeWalFields(value, type, &ch)) {
+      *err = "a fields record whose type or changes do not parse";
+      return WalDecode::kBad;
+    }
   }
   if (kind == kWalPut && !cache::ExportTypeName(type)) {
     *err = "unknown value type " + std::to_string(type);

@@ -27,6 +27,16 @@
 //                     a later put (a perf_create of the name) makes it
 //                     again. Key empty, version 0. A reader older than
 //                     this kind refuses such a record as damage.
+//   kind 5 fields     some entries of a hash or set at `version` (a write
+//                     to a large aggregate that neither made nor removed
+//                     the key: cache/dict.h DictChange). type, expire_ms
+//                     = the key's at that version; value = the changes:
+//                       count varint, then per change
+//                       op u8 (1 put, 2 remove) | [varint len][field]
+//                       | for a put of a hash: [varint len][value]
+//                     Replay merges them newest-wins per entry
+//                     (db/wal_apply.h). A reader older than this kind
+//                     refuses such a record as damage.
 //
 // A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
 // 32-byte header, then records. Positions count record bytes across
@@ -39,6 +49,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,7 +58,7 @@
 
 namespace db {
 
-enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop = 4 };
+enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop = 4, kWalFields = 5 };
 
 inline constexpr size_t kWalRecordHead = 8;
 inline constexpr size_t kWalSegmentHeader = 32;
@@ -66,6 +77,13 @@ void EncodeWalRecord(WalKind kind, std::string_view collection, std::string_view
 inline void EncodeWalPut(std::string_view collection, const cache::Entry& e, std::string* out) {
   EncodeWalRecord(kWalPut, collection, e.key, e.type, e.value, e.expire_ms, e.version, out);
 }
+// A fields record (kind 5) of one committed aggregate write.
+using WalFieldChanges = std::vector<std::pair<std::string, std::optional<std::string>>>;
+void EncodeWalFields(std::string_view collection, std::string_view key, uint8_t type, int64_t expire_ms,
+                     uint64_t version, const WalFieldChanges& changes, std::string* out);
+// The changes a fields record's value holds (type: a set's puts carry no
+// value). False when they do not parse (DecodeWalRecord checks this).
+bool DecodeWalFields(std::string_view value, uint8_t type, WalFieldChanges* out);
 // Decode one record at the start of `bytes`. kOk: *used bytes consumed.
 // kShort: the record is not whole (a torn tail). kBad: a checksum or a
 // field does not check (*err says which).

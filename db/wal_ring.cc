@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/dict.h"
 #include "cache/export.h"
 #include "db/wal.h"
 
@@ -281,8 +282,29 @@ bool WalLogger::Push(std::string_view rec, std::string* err) {
 }
 
 bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view collection, std::string_view key,
-                       std::string* err) {
+                       std::string* err, const std::vector<cache::DictChange>* journal) {
   if (!ring_) return !broken_;
+  if (journal) {
+    // A large hash or set changed by field: log the fields. Its state is
+    // logged whole when the write made or removed the key (a new life must
+    // start with a whole record: db/wal_apply.h), when it is small
+    // (listpack, intset: one short record, and replay keeps no per-field
+    // bookkeeping for it), or when something other than a Dict wrote it
+    // (no journal entry). A Dict write that changed nothing logs nothing.
+    bool any = false, by_field = true;
+    for (const cache::DictChange& ch : *journal) {
+      if (ch.key != key || ch.table_index != t.index || ch.table_gen != t.gen) continue;
+      any = true;
+      if (ch.whole || (!ch.tree && ch.version != 0)) by_field = false;
+    }
+    if (any && by_field) {
+      for (const cache::DictChange& ch : *journal) {
+        if (ch.key != key || ch.table_index != t.index || ch.table_gen != t.gen || ch.version == 0) continue;
+        if (!LogFields(collection, ch, err)) return false;
+      }
+      return true;
+    }
+  }
   // The tombstone rule (docs/persistence.md): the floor read after the
   // write and BEFORE looking for the key.
   uint64_t floor = cache::VersionFloor(t);
@@ -316,6 +338,14 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
     *err = "cannot read the key back for the WAL: " + std::string(mem::StatusName(s));
     return false;
   }
+  return Push(buf_, err);
+}
+
+bool WalLogger::LogFields(std::string_view collection, const cache::DictChange& ch, std::string* err) {
+  if (!ring_) return !broken_;
+  buf_.clear();
+  pending_version_ = ch.version;
+  EncodeWalFields(collection, ch.key, ch.type, ch.expire_ms, ch.version, ch.fields, &buf_);
   return Push(buf_, err);
 }
 

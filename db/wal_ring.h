@@ -38,6 +38,10 @@
 
 #include "cache/table.h"
 
+namespace cache {
+struct DictChange;
+}
+
 namespace db {
 
 enum class WalPolicy : uint32_t { kOff = 0, kNo = 1, kEverysec = 2, kAlways = 3 };
@@ -140,8 +144,15 @@ class WalLogger {
   const char* Admit(int timeout_ms = 100);
   // After a write: log each changed key's state. False: the record could
   // not go into the ring (*err says why) — the caller must not acknowledge.
+  // With the write's aggregate changes (cache::Ctx::dict_journal), a large
+  // hash or set written by field logs the fields it changed (kind 5)
+  // instead of its whole state; see the rule in wal_ring.cc.
   bool LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view collection, std::string_view key,
-              std::string* err);
+              std::string* err, const std::vector<cache::DictChange>* journal = nullptr);
+  // After a write to a large hash or set that neither made nor removed the
+  // key (cache/dict.h DictChange): log only the entries it changed, at
+  // the version it published (kind 5). See WalLogWrite for the choice.
+  bool LogFields(std::string_view collection, const cache::DictChange& ch, std::string* err);
   // A key removed at a known version: an eviction, a FLUSHDB / FLUSHALL
   // (cache::Ctx::on_evict, on_cleared).
   bool LogTombstone(std::string_view collection, std::string_view key, uint64_t version, std::string* err);

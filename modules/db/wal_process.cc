@@ -25,6 +25,7 @@
 #include "cache/scan.h"
 #include "db/fileio.h"
 #include "db/wal.h"
+#include "db/wal_apply.h"
 #include "db/wal_ring.h"
 #include "modules/db/db_module.h"
 #include "proc/daemon.h"
@@ -370,156 +371,29 @@ uint64_t WalWrittenPosition() {
 
 // ---- replay --------------------------------------------------------------------
 
-namespace {
-
-// Remove `key` if it holds a version at or below v (a tombstone, an expired
-// put, a flush).
-void RemoveIfNotAbove(cache::Ctx& c, const cache::TableRef& t, std::string_view key, uint64_t v) {
-  for (int i = 0; i < 8; ++i) {
-    cache::ReadInfo ri;
-    if (cache::Probe(c, t, key, &ri) != mem::Status::kOk || ri.version > v) return;
-    if (cache::DelIfVersion(c, t, key, ri.version) != mem::Status::kVersion) return;
-  }
-}
-
-}  // namespace
-
 bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::string* err) {
   db::WalShared* w = db::Wal();
   int64_t t0 = WallMs();
   uint64_t from = rec->wal_from;
-  std::map<std::string, uint64_t>* top = &rec->top;
-  std::unordered_map<std::string, uint64_t>& tomb = rec->tomb;  // collection \0 key -> newest version gone
-  std::map<std::string, uint64_t> flushed;         // collection -> newest flush floor
-  std::map<std::string, cache::TableRef> tables;
-  uint64_t applied = 0, skipped = 0, unknown = 0;
-  LoadGrowth growth;
+  // What each record does: db/wal_apply.h.
+  db::WalApplier apply(
+      c, db::WalApplier::Known{&rec->top, &rec->tomb, &rec->snap_floor},
+      [&cfg](std::string_view name) {
+        for (const auto& cc : cfg.collections) {
+          if (cc.name == name) return true;
+        }
+        return false;
+      },
+      [](const std::string& line) { LOG_ERR("WAL replay: %s", line.c_str()); });
   bool full = false;
-  // A put names a collection that must exist (made as allow_create would);
-  // a tombstone never makes one (a dropped or renamed collection stays gone).
-  auto table = [&](const std::string& name, bool make, cache::TableRef* t) {
-    auto it = tables.find(name);
-    if (it == tables.end() || (!it->second && make)) {
-      cache::TableRef r;
-      if (cache::OpenCollection(c, name, &r) != mem::Status::kOk &&
-          (!make || cache::CreateCollection(c, name, cache::CollectionOptions{}, &r) != mem::Status::kOk)) {
-        r = cache::TableRef{};
-      }
-      it = tables.insert_or_assign(name, r).first;
-    }
-    *t = it->second;
-    return static_cast<bool>(*t);
-  };
   db::WalReadReport rep;
-  std::string tk;
+  std::string why;
   bool ok = db::ReadWal(cfg.wal_dir, from, true, [&](uint64_t, const db::WalRecord& r) {
-    uint64_t& mx = (*top)[r.collection];
-    if (r.entry.version > mx) mx = r.entry.version;
-    cache::TableRef t;
-    if (!table(r.collection, r.kind == db::kWalPut, &t)) {
-      if (r.kind == db::kWalPut) ++unknown;
-      return true;  // a tombstone for a collection that is gone: nothing to remove
-    }
-    tk.assign(r.collection);
-    tk.push_back('\0');
-    tk.append(r.entry.key);
-    switch (r.kind) {
-      case db::kWalPut: {
-        auto ti = tomb.find(tk);
-        auto fi = flushed.find(r.collection);
-        if ((ti != tomb.end() && ti->second >= r.entry.version) ||
-            (fi != flushed.end() && fi->second >= r.entry.version)) {
-          ++skipped;
-          return true;
-        }
-        // A key the snapshot does not hold, at a version at or below the
-        // collection's floor when the walk began: that state was replaced
-        // or removed before the walk reached the key (a create during the
-        // walk gets a version above the floor). Its tombstone may lie
-        // before the snapshot's position: do not bring the key back.
-        if (auto sf = rec->snap_floor.find(r.collection);
-            sf != rec->snap_floor.end() && r.entry.version <= sf->second) {
-          cache::ReadInfo ri;
-          if (cache::Probe(c, t, r.entry.key, &ri) == mem::Status::kNotFound) {
-            ++skipped;
-            return true;
-          }
-        }
-        std::string why;
-        mem::Status s = cache::ImportEntry(c, t, r.entry, &why);
-        if (s == mem::Status::kOk) {
-          ++applied;
-          growth.Stored(c, t);
-        } else if (s == mem::Status::kNotFound) {
-          // Expired since: a tombstone at its version (an older state of
-          // the key, in the table or later in the log, must not stay).
-          uint64_t& tv = tomb[tk];
-          if (r.entry.version > tv) tv = r.entry.version;
-          RemoveIfNotAbove(c, t, r.entry.key, r.entry.version);
-          ++applied;
-        } else if (s == mem::Status::kVersion) {
-          ++skipped;  // the table holds this state or a newer one
-        } else if (s == mem::Status::kNoMem) {
-          full = true;
-          return false;
-        } else {
-          ++skipped;
-          LOG_ERR("WAL replay: collection '%s' key '%s': %s", r.collection.c_str(), r.entry.key.substr(0, 64).c_str(),
-                  why.empty() ? std::string(mem::StatusName(s)).c_str() : why.c_str());
-        }
-        return true;
-      }
-      case db::kWalTombstone: {
-        uint64_t& tv = tomb[tk];
-        if (r.entry.version > tv) tv = r.entry.version;
-        RemoveIfNotAbove(c, t, r.entry.key, r.entry.version);
-        ++applied;
-        return true;
-      }
-      case db::kWalFlush: {
-        uint64_t& fv = flushed[r.collection];
-        if (r.entry.version > fv) fv = r.entry.version;
-        // Every key at or below the floor goes.
-        std::vector<std::string> keys;
-        uint64_t cursor = 0;
-        do {
-          cache::ScanFilter f;
-          if (cache::ScanStep(c, t, cursor, 1024, f, [&](const cache::ScanItem& it) {
-                keys.emplace_back(it.key);
-              }, &cursor) != mem::Status::kOk) {
-            break;
-          }
-        } while (cursor != 0);
-        for (const std::string& k : keys) RemoveIfNotAbove(c, t, k, r.entry.version);
-        ++applied;
-        return true;
-      }
-      case db::kWalDrop: {
-        // A configured collection is made again at every start: it stays,
-        // emptied (its keys' tombstones came first; anything left at this
-        // point is older). Any other goes, and only a later put makes it.
-        bool configured = false;
-        for (const auto& cc : cfg.collections) configured |= cc.name == r.collection;
-        if (configured) {
-          std::vector<std::string> keys;
-          uint64_t cursor = 0;
-          do {
-            if (cache::ScanStep(c, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
-                  keys.emplace_back(it.key);
-                }, &cursor) != mem::Status::kOk) {
-              break;
-            }
-          } while (cursor != 0);
-          for (const std::string& k : keys) (void)cache::Del(c, t, k);
-        } else if (cache::DropCollection(c, r.collection) == mem::Status::kOk) {
-          tables[r.collection] = cache::TableRef{};
-        }
-        ++applied;
-        return true;
-      }
-    }
-    return true;
+    if (apply.Apply(r, &why)) return true;
+    full = true;
+    return false;
   }, &rep, err);
+  uint64_t applied = apply.applied, skipped = apply.skipped, unknown = apply.unknown;
   if (full) {
     *err = "the WAL does not fit the arena (" + std::to_string(applied) +
            " records replayed): raise [memory] arena_mb / arena_cap_mb";
@@ -546,10 +420,10 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
   if (unknown) LOG_ERR("WAL replay: %llu record(s) name a collection that cannot be made: not replayed",
                        static_cast<unsigned long long>(unknown));
   LOG_NOTICE("WAL replay: %llu record(s) from position %llu in %llu segment(s) (%llu applied, %llu older than "
-             "what the table holds) in %lld ms%s",
+             "what the table holds; %zu key(s) merged by field) in %lld ms%s",
              static_cast<unsigned long long>(rep.records), static_cast<unsigned long long>(from),
              static_cast<unsigned long long>(rep.segments), static_cast<unsigned long long>(applied),
-             static_cast<unsigned long long>(skipped), static_cast<long long>(WallMs() - t0),
+             static_cast<unsigned long long>(skipped), apply.tracked_keys(), static_cast<long long>(WallMs() - t0),
              rep.torn_bytes ? (", " + std::to_string(rep.torn_bytes) + " torn byte(s) cut off").c_str() : "");
   return true;
 }

@@ -2,8 +2,8 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "modules/resp/command.h"
 
+#include "cache/dict.h"
 #include "cache/evict.h"
-
 #include "modules/exports.h"
 #include "proc/events.h"
 #include "proc/log.h"
@@ -328,7 +328,16 @@ void Dispatch(Env& e, net::Conn& c) {
   size_t before = c.out.size();
   // A full arena makes a write evict (cache/evict.h MakeRoomFor) too.
   if (on_evict) e.ctx->on_evict = on_evict;
-  spec->handler(ctx);
+  e.journal.clear();
+  {
+    // Taken off again even when the handler throws (bad_alloc).
+    struct Journal {
+      cache::Ctx& c;
+      Journal(cache::Ctx& x, std::vector<cache::DictChange>* j) : c(x) { c.dict_journal = j; }
+      ~Journal() { c.dict_journal = nullptr; }
+    } journal(*e.ctx, logged ? &e.journal : nullptr);
+    spec->handler(ctx);
+  }
   if (on_evict) e.ctx->on_evict = nullptr;
   if (logged && !c.cont && (!e.wal_error.empty() || !(c.out.size() > before && c.out[before] == '-'))) {
     std::string err = std::move(e.wal_error);

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache/dict.h"
 #include "cache/table.h"
 #include "db/wal_ring.h"
 #include "net/resp.h"
@@ -96,6 +97,9 @@ struct Env {
   // logging the current command from a hook (eviction, clear).
   db::WalLogger wal;
   std::string wal_error;
+  // The aggregate writes of the command running (cache::Ctx::dict_journal,
+  // set while a logged write runs): WalLogWrite logs large ones by field.
+  std::vector<cache::DictChange> journal;
 };
 
 struct CmdCtx {

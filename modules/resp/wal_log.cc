@@ -4,7 +4,8 @@
 // After a write command succeeds, each key it changed (the command row's
 // first/last/step positions; only the destination for the *STORE commands
 // and COPY) is read back and logged as its state: a put, or a tombstone
-// when the key is absent now (db/wal.h). MOVE and COPY ... DB also log the
+// when the key is absent now (db/wal.h). A large hash or set written by
+// field is logged as the fields the write changed (kind 5, LogKeyIn). MOVE and COPY ... DB also log the
 // key in the other collection. Keys removed by FLUSHDB / FLUSHALL
 // (cache::Ctx::on_cleared) and by eviction (on_evict) are logged as
 // tombstones at the removed record's own version, so a restart brings none
@@ -23,7 +24,7 @@ namespace {
 bool LogKeyIn(Env& e, int db, std::string_view key, std::string* err) {
   cache::TableRef t;
   if (!TableForDb(e, db, &t)) return true;  // gone: its flush covers it
-  return e.wal.LogKey(*e.ctx, t, e.db_names[static_cast<size_t>(db)], key, err);
+  return e.wal.LogKey(*e.ctx, t, e.db_names[static_cast<size_t>(db)], key, err, &e.journal);
 }
 
 // Commands whose key range names keys they only read: the keys they change.

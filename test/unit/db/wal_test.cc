@@ -66,6 +66,38 @@ TEST(WalRecord, RoundTripsEveryKind) {
   LONGS_EQUAL(buf.size(), off);
 }
 
+TEST(WalRecord, FieldsRecordsRoundTripAndBadChangesAreDamage) {
+  db::WalFieldChanges ch = {{"f1", std::string("v1")}, {"gone", std::nullopt}, {"", std::string()}};
+  std::string buf;
+  db::EncodeWalFields("c", "h", cache::kTypeHash, 777, 42, ch, &buf);
+  db::EncodeWalFields("c", "s", cache::kTypeSet, 0, 43, {{"m", std::string()}, {"x", std::nullopt}}, &buf);
+  db::WalRecord r;
+  size_t used = 0;
+  std::string err;
+  CHECK(db::DecodeWalRecord(buf, &r, &used, &err) == db::WalDecode::kOk);
+  LONGS_EQUAL(db::kWalFields, r.kind);
+  LONGS_EQUAL(777, r.entry.expire_ms);
+  LONGS_EQUAL(42, r.entry.version);
+  db::WalFieldChanges back;
+  CHECK(db::DecodeWalFields(r.entry.value, r.entry.type, &back));
+  CHECK(back == ch);
+  CHECK(db::DecodeWalRecord(std::string_view(buf).substr(used), &r, &used, &err) == db::WalDecode::kOk);
+  CHECK(db::DecodeWalFields(r.entry.value, r.entry.type, &back));
+  LONGS_EQUAL(2, back.size());
+  CHECK(back[0].second.has_value() && back[0].second->empty());
+  CHECK(!back[1].second.has_value());
+  // A change list that does not parse, or a fields record of a string, is
+  // damage even under a good checksum.
+  for (std::string value : {std::string("\x02\x01\x01" "f"), std::string("\x01\x03\x01" "f"), std::string("\x01")}) {
+    std::string bad;
+    db::EncodeWalRecord(db::kWalFields, "c", "h", cache::kTypeHash, value, 0, 1, &bad);
+    CHECK(db::DecodeWalRecord(bad, &r, &used, &err) == db::WalDecode::kBad);
+  }
+  std::string str;
+  db::EncodeWalRecord(db::kWalFields, "c", "h", cache::kTypeString, "\x00", 0, 1, &str);
+  CHECK(db::DecodeWalRecord(str, &r, &used, &err) == db::WalDecode::kBad);
+}
+
 TEST(WalRecord, EveryCutIsShortAndEveryFlippedByteIsCaught) {
   std::string rec = Record(db::kWalPut, "0", "key", "value", 5);
   db::WalRecord r;

@@ -1,0 +1,377 @@
+// perfcached — applying WAL records at recovery (the rules in wal_apply.h).
+// Copyright (c) 2026 the perfcached authors.
+#include "db/wal_apply.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "cache/dict.h"
+#include "cache/export.h"
+#include "cache/maint.h"
+#include "cache/ops.h"
+#include "cache/scan.h"
+
+namespace db {
+
+using mem::Status;
+
+WalApplier::WalApplier(cache::Ctx& c, Known k, std::function<bool(std::string_view)> configured,
+                       std::function<void(const std::string&)> log_error)
+    : c_(c), k_(k), configured_(std::move(configured)), log_error_(std::move(log_error)) {}
+
+// A put names a collection that must exist (made as allow_create would);
+// a tombstone never makes one (a dropped or renamed collection stays gone).
+bool WalApplier::Table(const std::string& name, bool make, cache::TableRef* t) {
+  auto it = tables_.find(name);
+  if (it == tables_.end() || (!it->second && make)) {
+    cache::TableRef r;
+    if (cache::OpenCollection(c_, name, &r) != Status::kOk &&
+        (!make || cache::CreateCollection(c_, name, cache::CollectionOptions{}, &r) != Status::kOk)) {
+      r = cache::TableRef{};
+    }
+    it = tables_.insert_or_assign(name, r).first;
+  }
+  *t = it->second;
+  return static_cast<bool>(*t);
+}
+
+void WalApplier::Raise(const std::string& coll, uint64_t v) {
+  uint64_t& mx = (*k_.top)[coll];
+  if (v > mx) mx = v;
+}
+
+void WalApplier::Stored(const cache::TableRef& t) {
+  if (++stores_ % 1024 == 0) (void)cache::GrowStep(c_, t, 1u << 16);
+}
+
+// Remove `key` if it holds a version at or below v (a tombstone, an expired
+// put, a flush) — for keys that are not tracked.
+void WalApplier::RemoveIfNotAbove(const cache::TableRef& t, std::string_view key, uint64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    cache::ReadInfo ri;
+    if (cache::Probe(c_, t, key, &ri) != Status::kOk || ri.version > v) return;
+    if (cache::DelIfVersion(c_, t, key, ri.version) != Status::kVersion) return;
+  }
+}
+
+bool WalApplier::Apply(const WalRecord& r, std::string* err) {
+  coll_ = r.collection;
+  Raise(r.collection, r.entry.version);
+  bool makes = r.kind == kWalPut || r.kind == kWalFields;
+  cache::TableRef t;
+  if (!Table(r.collection, makes, &t)) {
+    if (makes) ++unknown;
+    return true;  // a tombstone for a collection that is gone: nothing to remove
+  }
+  tk_.assign(r.collection);
+  tk_.push_back('\0');
+  tk_.append(r.entry.key);
+  switch (r.kind) {
+    case kWalPut: return Put(t, tk_, r, err);
+    case kWalFields: return Fields(t, tk_, r, err);
+    case kWalTombstone: {
+      uint64_t& tv = (*k_.tomb)[tk_];
+      if (r.entry.version > tv) tv = r.entry.version;
+      if (auto it = side_.find(tk_); it != side_.end()) return Whole(t, r.entry.key, &it->second, nullptr,
+                                                                     r.entry.version, err);
+      RemoveIfNotAbove(t, r.entry.key, r.entry.version);
+      ++applied;
+      return true;
+    }
+    case kWalFlush: {
+      uint64_t& fv = flushed_[r.collection];
+      if (r.entry.version > fv) fv = r.entry.version;
+      // Every key at or below the floor goes.
+      std::vector<std::string> keys;
+      uint64_t cursor = 0;
+      do {
+        if (cache::ScanStep(c_, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
+              keys.emplace_back(it.key);
+            }, &cursor) != Status::kOk) {
+          break;
+        }
+      } while (cursor != 0);
+      std::string prefix = r.collection + '\0';
+      for (auto& [key, sd] : side_) {
+        if (key.compare(0, prefix.size(), prefix) == 0 &&
+            !Whole(t, std::string_view(key).substr(prefix.size()), &sd, nullptr, r.entry.version, err)) {
+          return false;
+        }
+      }
+      for (const std::string& k : keys) {
+        if (!side_.count(prefix + k)) RemoveIfNotAbove(t, k, r.entry.version);
+      }
+      ++applied;
+      return true;
+    }
+    case kWalDrop: {
+      // The keys' tombstones came first; what is tracked starts again.
+      std::string prefix = r.collection + '\0';
+      std::erase_if(side_, [&](const auto& kv) { return kv.first.compare(0, prefix.size(), prefix) == 0; });
+      // A configured collection is made again at every start: it stays,
+      // emptied (anything left at this point is older). Any other goes,
+      // and only a later put makes it.
+      if (configured_ && configured_(r.collection)) {
+        std::vector<std::string> keys;
+        uint64_t cursor = 0;
+        do {
+          if (cache::ScanStep(c_, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
+                keys.emplace_back(it.key);
+              }, &cursor) != Status::kOk) {
+            break;
+          }
+        } while (cursor != 0);
+        for (const std::string& k : keys) (void)cache::Del(c_, t, k);
+      } else if (cache::DropCollection(c_, r.collection) == Status::kOk) {
+        tables_[r.collection] = cache::TableRef{};
+      }
+      ++applied;
+      return true;
+    }
+  }
+  return true;
+}
+
+bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err) {
+  const cache::Entry& e = r.entry;
+  auto ti = k_.tomb->find(tk);
+  auto fi = flushed_.find(r.collection);
+  if ((ti != k_.tomb->end() && ti->second >= e.version) || (fi != flushed_.end() && fi->second >= e.version)) {
+    ++skipped;
+    return true;
+  }
+  // A key the snapshot does not hold, at a version at or below the
+  // collection's floor when the walk began: that state was replaced or
+  // removed before the walk reached the key (a create during the walk gets
+  // a version above the floor). Its tombstone may lie before the
+  // snapshot's position: do not bring the key back.
+  if (auto sf = k_.snap_floor->find(r.collection); sf != k_.snap_floor->end() && e.version <= sf->second) {
+    cache::ReadInfo ri;
+    if (cache::Probe(c_, t, e.key, &ri) == Status::kNotFound) {
+      ++skipped;
+      return true;
+    }
+  }
+  if (auto it = side_.find(tk); it != side_.end()) {
+    bool expired = e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_);
+    if (expired) {
+      uint64_t& tv = (*k_.tomb)[tk];
+      if (e.version > tv) tv = e.version;
+    }
+    return Whole(t, e.key, &it->second, expired ? nullptr : &e, e.version, err);
+  }
+  std::string why;
+  Status s = cache::ImportEntry(c_, t, e, &why);
+  if (s == Status::kOk) {
+    ++applied;
+    Stored(t);
+  } else if (s == Status::kNotFound) {
+    // Expired since: a tombstone at its version (an older state of the
+    // key, in the table or later in the log, must not stay).
+    uint64_t& tv = (*k_.tomb)[tk];
+    if (e.version > tv) tv = e.version;
+    RemoveIfNotAbove(t, e.key, e.version);
+    ++applied;
+  } else if (s == Status::kVersion) {
+    ++skipped;  // the table holds this state or a newer one
+  } else if (s == Status::kNoMem) {
+    *err = "the arena is full";
+    return false;
+  } else {
+    ++skipped;
+    if (log_error_) {
+      log_error_("collection '" + r.collection + "' key '" + e.key.substr(0, 64) +
+                 "': " + (why.empty() ? std::string(mem::StatusName(s)) : why));
+    }
+  }
+  return true;
+}
+
+bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err) {
+  const cache::Entry& e = r.entry;
+  const uint64_t v = e.version;
+  auto ti = k_.tomb->find(tk);
+  auto fi = flushed_.find(r.collection);
+  if ((ti != k_.tomb->end() && ti->second >= v) || (fi != flushed_.end() && fi->second >= v)) {
+    ++skipped;
+    return true;
+  }
+  auto it = side_.find(tk);
+  if (it == side_.end()) {
+    // First fields record of this key: what the table holds is the newest
+    // whole state seen (the snapshot's, or a put applied before).
+    cache::ReadInfo ri;
+    Status s = cache::Probe(c_, t, e.key, &ri);
+    uint64_t base = 0;
+    if (s == Status::kOk) {
+      base = ri.version;
+    } else {
+      // Absent: as for a put (above), a version at or below the walk's
+      // floor is a state removed before the walk.
+      if (auto sf = k_.snap_floor->find(r.collection); sf != k_.snap_floor->end() && v <= sf->second) {
+        ++skipped;
+        return true;
+      }
+      if (ti != k_.tomb->end()) base = ti->second;
+      if (fi != flushed_.end()) base = std::max(base, fi->second);
+    }
+    it = side_.emplace(tk, Side{}).first;
+    it->second.whole = it->second.exp_ver = base;
+  }
+  Side& sd = it->second;
+  if (v <= sd.whole) {
+    ++skipped;
+    return true;
+  }
+  if (e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_)) {
+    // The key's life this record belongs to has ended by now: as an
+    // expired put, a tombstone at v (a newer life logs its own state).
+    uint64_t& tv = (*k_.tomb)[tk];
+    if (v > tv) tv = v;
+    return Whole(t, e.key, &sd, nullptr, v, err);
+  }
+  WalFieldChanges ch;
+  if (!DecodeWalFields(e.value, e.type, &ch)) {  // DecodeWalRecord checked it: not reached
+    ++skipped;
+    return true;
+  }
+  std::optional<cache::Dict> d;
+  d.emplace(c_, t, e.key, e.type);
+  Status s = d->Load();
+  if (s == Status::kWrongType) {
+    // Another type in the table: a later life, whose own whole record
+    // replaces this one's entries when it comes.
+    d.emplace(c_, t, e.key, e.type);
+    s = d->LoadForReplace();
+  }
+  if (s != Status::kOk && s != Status::kNotFound) {
+    ++skipped;
+    if (log_error_) log_error_("collection '" + r.collection + "' key '" + e.key.substr(0, 64) + "': " +
+                               std::string(mem::StatusName(s)));
+    return true;
+  }
+  bool any = false;
+  for (const auto& [f, val] : ch) {
+    uint64_t& fv = sd.fields[f];
+    if (fv >= v) continue;
+    fv = v;
+    any = true;
+    if (val) {
+      d->Put(f, *val);
+    } else {
+      d->Remove(f);
+    }
+  }
+  if (v > sd.exp_ver) {
+    sd.exp_ver = v;
+    d->SetExpire(e.expire_ms);
+    any = true;
+  }
+  sd.type = e.type;
+  if (!any) {
+    ++skipped;
+    return true;
+  }
+  uint64_t published = std::max(v, d->version() + 1);
+  d->SetPublishVersionAtLeast(v);
+  s = d->Commit();
+  if (s == Status::kNoMem) {
+    *err = "the arena is full";
+    return false;
+  }
+  if (s != Status::kOk) {
+    ++skipped;
+    if (log_error_) log_error_("collection '" + r.collection + "' key '" + e.key.substr(0, 64) + "': " +
+                               std::string(mem::StatusName(s)));
+    return true;
+  }
+  Raise(r.collection, published);
+  Stored(t);
+  ++applied;
+  return true;
+}
+
+bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd, const cache::Entry* put,
+                       uint64_t v, std::string* err) {
+  if (v <= sd->whole) {
+    ++skipped;
+    return true;
+  }
+  // The entries a fields record newer than v wrote keep their value (or
+  // their absence), and the expiry too when such a record set it.
+  std::vector<std::pair<std::string, std::optional<std::string>>> keep;
+  int64_t keep_exp = 0;
+  bool exp_newer = sd->exp_ver > v;
+  {
+    cache::Dict cur(c_, t, key, sd->type);
+    Status s = cur.Load();
+    bool have = s == Status::kOk;
+    if (have) keep_exp = cur.expire_ms();
+    for (const auto& [f, fv] : sd->fields) {
+      if (fv <= v) continue;
+      std::string val;
+      if (have && cur.Find(f, &val)) {
+        keep.emplace_back(f, std::move(val));
+      } else {
+        keep.emplace_back(f, std::nullopt);
+      }
+    }
+  }
+  sd->whole = v;
+  if (!exp_newer) sd->exp_ver = v;
+  cache::ReadInfo ri;
+  uint64_t cur_ver = cache::Probe(c_, t, key, &ri) == Status::kOk ? ri.version : 0;
+  if (put) {
+    cache::Entry e = *put;
+    e.version = std::max(v, cur_ver + 1);
+    std::string why;
+    Status s = cache::ImportEntry(c_, t, e, &why);
+    if (s == Status::kNoMem) {
+      *err = "the arena is full";
+      return false;
+    }
+    if (s != Status::kOk && s != Status::kNotFound && log_error_) {
+      log_error_("key '" + std::string(key.substr(0, 64)) + "': " +
+                 (why.empty() ? std::string(mem::StatusName(s)) : why));
+    }
+    Raise(coll_, e.version);
+  } else if (cur_ver != 0) {
+    (void)cache::Del(c_, t, key);
+  }
+  bool any_present = false;
+  for (const auto& kv : keep) any_present |= kv.second.has_value();
+  if (!keep.empty() && (any_present || put)) {
+    std::optional<cache::Dict> d;
+    d.emplace(c_, t, key, sd->type);
+    Status s = d->Load();
+    if (s == Status::kWrongType) {
+      d.emplace(c_, t, key, sd->type);
+      s = d->LoadForReplace();
+    }
+    if (s == Status::kOk || s == Status::kNotFound) {
+      for (const auto& [f, val] : keep) {
+        if (val) {
+          d->Put(f, *val);
+        } else {
+          d->Remove(f);
+        }
+      }
+      if (exp_newer) d->SetExpire(keep_exp);
+      uint64_t published = std::max(v, d->version() + 1);
+      d->SetPublishVersionAtLeast(v);
+      s = d->Commit();
+      if (s == Status::kNoMem) {
+        *err = "the arena is full";
+        return false;
+      }
+      if (s == Status::kOk) Raise(coll_, published);
+    }
+  }
+  Stored(t);
+  ++applied;
+  return true;
+}
+
+}  // namespace db

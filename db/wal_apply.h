@@ -1,0 +1,100 @@
+// perfcached — what each WAL record does to the table at recovery.
+// Copyright (c) 2026 the perfcached authors.
+#pragma once
+
+// modules/db ReplayWal reads the segments after the snapshot and hands
+// every record here, oldest segment first. The rings of several writers
+// are merged in any order, so no rule below may depend on the order of
+// two records of different writers (docs/persistence.md "Versions").
+//
+// Whole records (put, tombstone; flush, drop) carry a key's complete
+// state at a version: the newest version wins, as ImportEntry does.
+//
+// Fields records (kind 5) carry some entries of a large hash or set at a
+// version, each a true statement about the key at that version. A key
+// that has had one is "tracked" until the end of the replay:
+//
+//   whole     the newest whole-record version applied (or the table's
+//             version at the first fields record: the snapshot's state)
+//   fields    entry -> the newest fields-record version applied to it
+//   exp_ver   the version of the record whose expiry the table holds
+//
+// and its final state is, per entry, the newest record that speaks of it
+// (a whole record speaks of every entry: absent ones are absent), and
+// the expiry and type of the newest record of all. A fields record at v
+// applies to the entries it names where v is newer than both `whole` and
+// the entry's version; a whole record at V newer than `whole` replaces
+// the key but keeps the entries a fields record newer than V wrote. This
+// needs no order: it computes the same maximum whatever order the records
+// come in. It is right because every write that makes, replaces or
+// removes a key, or changes its expiry, logs a whole record (a fields
+// record is only taken from a Dict write to a live key: cache/dict.h
+// DictChange), so the newest whole record starts the key's newest life,
+// and a fields record's expiry is that life's.
+//
+// The table's version of a tracked key is an upper bound only (a merge
+// publishes at max(v, current + 1) so versions never repeat); decisions
+// for tracked keys use the bookkeeping above. Its cost: one small entry
+// per tracked key and per entry written by fields records in the tail.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "cache/table.h"
+#include "db/wal.h"
+
+namespace db {
+
+class WalApplier {
+ public:
+  // What recovery knows besides the table (modules/db Recovered).
+  struct Known {
+    std::map<std::string, uint64_t>* top;             // collection -> largest version seen
+    std::unordered_map<std::string, uint64_t>* tomb;  // collection \0 key -> newest version gone
+    const std::map<std::string, uint64_t>* snap_floor;  // collection -> floor when the snapshot's walk began
+  };
+  // configured(name): a collection the configuration makes at every start
+  // (a drop record empties it rather than removing it). log_error: one
+  // line per record that could not be applied.
+  WalApplier(cache::Ctx& c, Known k, std::function<bool(std::string_view)> configured,
+             std::function<void(const std::string&)> log_error);
+
+  // False: stop, *err says why (the arena is full).
+  bool Apply(const WalRecord& r, std::string* err);
+
+  uint64_t applied = 0, skipped = 0;
+  uint64_t unknown = 0;  // records naming a collection that cannot be made
+  size_t tracked_keys() const { return side_.size(); }
+
+ private:
+  struct Side {
+    uint64_t whole = 0, exp_ver = 0;
+    uint8_t type = 0;
+    std::unordered_map<std::string, uint64_t> fields;
+  };
+  bool Table(const std::string& name, bool make, cache::TableRef* t);
+  bool Put(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
+  bool Fields(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
+  // A tracked key's whole state at version v (put == nullptr: absent).
+  bool Whole(const cache::TableRef& t, std::string_view key, Side* sd, const cache::Entry* put, uint64_t v,
+             std::string* err);
+  void RemoveIfNotAbove(const cache::TableRef& t, std::string_view key, uint64_t v);
+  void Raise(const std::string& coll, uint64_t v);
+  void Stored(const cache::TableRef& t);
+
+  cache::Ctx& c_;
+  Known k_;
+  std::function<bool(std::string_view)> configured_;
+  std::function<void(const std::string&)> log_error_;
+  std::map<std::string, cache::TableRef> tables_;
+  std::map<std::string, uint64_t> flushed_;  // collection -> newest flush floor
+  std::unordered_map<std::string, Side> side_;  // collection \0 key -> tracked key
+  uint64_t stores_ = 0;
+  std::string tk_, coll_;  // the record being applied
+};
+
+}  // namespace db

@@ -1,0 +1,294 @@
+// perfcached — unit tests for db/wal_apply (replay of whole and fields records in any order).
+// Copyright (c) 2026 the perfcached authors.
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include "cache/dict.h"
+#include "cache/encoding.h"
+#include "cache/export.h"
+#include "cache/hash_ops.h"
+#include "cache/key_ops.h"
+#include "cache/ops.h"
+#include "cache/set_ops.h"
+#include "db/wal.h"
+#include "db/wal_apply.h"
+#include "db/wal_ring.h"
+#include "test/unit/cache/fixture.h"
+// CppUTest last: its operator-new macros must not meet the standard headers.
+#include "CppUTest/TestHarness.h"
+
+using mem::Status;
+
+namespace {
+
+// The state of a key as a client sees it: type, expiry, entries (sorted).
+struct Seen {
+  bool present = false;
+  uint8_t type = 0;
+  int64_t expire_ms = 0;
+  std::string scalar;
+  std::set<std::pair<std::string, std::string>> items;
+  bool operator==(const Seen&) const = default;
+};
+
+Seen Look(cache::Ctx& c, const cache::TableRef& t, const std::string& key) {
+  Seen s;
+  cache::Entry e;
+  Status st = cache::ExportKey(c, t, key, &e);
+  if (st != Status::kOk) return s;
+  s.present = true;
+  s.type = e.type;
+  s.expire_ms = e.expire_ms;
+  if (e.type == cache::kTypeHash || e.type == cache::kTypeSet) {
+    std::string why;
+    (void)cache::DecodeItems(e.value, e.type == cache::kTypeHash,
+                             [&](std::string_view a, std::string_view b) { s.items.emplace(a, b); }, &why);
+  } else {
+    s.scalar = e.value;
+  }
+  return s;
+}
+
+std::string Describe(const Seen& s) {
+  if (!s.present) return "absent";
+  std::string d = "type " + std::to_string(s.type) + " exp " + std::to_string(s.expire_ms) + " {" + s.scalar;
+  for (const auto& [a, b] : s.items) d += " " + a + "=" + b;
+  return d + " }";
+}
+
+// Records a writer logged: the real logger (db/wal_ring.h) on ring 0, read
+// back as the WAL process would.
+struct Log {
+  db::WalLogger logger;
+  Log() {
+    std::string err;
+    if (!db::MapWal(1, uint64_t{64} << 20, db::WalPolicy::kNo, &err)) std::abort();
+    if (!logger.Attach(0)) std::abort();
+    db::WalRing* r = db::WalRingAt(0);
+    r->tail.store(r->head.load());
+  }
+  std::vector<db::WalRecord> Take() {
+    db::WalRing* r = db::WalRingAt(0);
+    uint64_t head = r->head.load();
+    std::string bytes;
+    db::WalRingCopy(0, head, &bytes);
+    r->tail.store(head);
+    std::vector<db::WalRecord> out;
+    size_t off = 0;
+    while (off < bytes.size()) {
+      db::WalRecord rec;
+      size_t used = 0;
+      std::string err;
+      if (db::DecodeWalRecord(std::string_view(bytes).substr(off), &rec, &used, &err) != db::WalDecode::kOk) {
+        std::abort();
+      }
+      out.push_back(std::move(rec));
+      off += used;
+    }
+    return out;
+  }
+};
+
+struct Applied {
+  std::map<std::string, uint64_t> top;
+  std::unordered_map<std::string, uint64_t> tomb;
+  std::map<std::string, uint64_t> snap_floor;
+};
+
+}  // namespace
+
+TEST_GROUP(WalApply) {
+  testing::EngineFixture f{64};
+  Log log;  // per test: CppUTest counts a buffer kept across tests as a leak
+  cache::TableRef src;
+  void setup() override {
+    src = f.Table("src");
+    cache::DictLimits l = cache::GetDictLimits(*f.ctx);
+    l.hash_pack_entries = 4;  // small trees: most writes log fields
+    l.set_pack_entries = 4;
+    l.set_intset_entries = 4;
+    cache::SetDictLimits(*f.ctx, l);
+  }
+  // Run one write the way the RESP door does (cache::Ctx::dict_journal,
+  // then WalLogger::LogKey for the key).
+  template <class Op>
+  void Write(const std::string& key, Op op) {
+    std::vector<cache::DictChange> journal;
+    f.ctx->dict_journal = &journal;
+    op();
+    f.ctx->dict_journal = nullptr;
+    std::string err;
+    CHECK_TEXT(log.logger.LogKey(*f.ctx, src, "src", key, &err, &journal), err.c_str());
+  }
+  // Replay `recs` into a fresh collection `name` and compare every key.
+  void ReplayAndCompare(const std::vector<db::WalRecord>& recs, const std::string& name,
+                        const std::vector<std::string>& keys) {
+    cache::TableRef dst = f.Table(name.c_str());
+    Applied a;
+    db::WalApplier ap(*f.ctx, db::WalApplier::Known{&a.top, &a.tomb, &a.snap_floor}, {},
+                      [](const std::string& line) { FAIL(line.c_str()); });
+    for (db::WalRecord r : recs) {
+      r.collection = name;
+      std::string err;
+      CHECK_TEXT(ap.Apply(r, &err), err.c_str());
+    }
+    for (const std::string& k : keys) {
+      Seen want = Look(*f.ctx, src, k), got = Look(*f.ctx, dst, k);
+      if (!(want == got)) {
+        FAIL((name + " key " + k + ": want " + Describe(want) + ", got " + Describe(got)).c_str());
+      }
+    }
+  }
+};
+
+TEST(WalApply, ALargeHashLogsOnlyTheFieldsAWriteChanged) {
+  std::vector<std::string_view> fv;
+  std::vector<std::string> own;
+  for (int i = 0; i < 50; ++i) {
+    own.push_back("f" + std::to_string(i));
+    own.push_back(std::string(100, 'x'));
+  }
+  for (auto& s : own) fv.push_back(s);
+  uint64_t added = 0;
+  Write("h", [&] { CHECK(cache::HSet(*f.ctx, src, "h", fv, &added) == Status::kOk); });
+  auto made = log.Take();
+  LONGS_EQUAL(1, made.size());
+  LONGS_EQUAL(db::kWalPut, made[0].kind);  // made by this write: whole
+  std::string_view one[] = {"f7", "new"};
+  Write("h", [&] { CHECK(cache::HSet(*f.ctx, src, "h", one, &added) == Status::kOk); });
+  auto recs = log.Take();
+  LONGS_EQUAL(1, recs.size());
+  LONGS_EQUAL(db::kWalFields, recs[0].kind);
+  CHECK(recs[0].entry.value.size() < 16);
+  db::WalFieldChanges ch;
+  CHECK(db::DecodeWalFields(recs[0].entry.value, cache::kTypeHash, &ch));
+  LONGS_EQUAL(1, ch.size());
+  STRCMP_EQUAL("f7", ch[0].first.c_str());
+  STRCMP_EQUAL("new", ch[0].second->c_str());
+  // Nothing changed: nothing logged.
+  std::string_view absent[] = {"nope"};
+  uint64_t removed = 0;
+  Write("h", [&] { CHECK(cache::HDel(*f.ctx, src, "h", absent, &removed) == Status::kOk); });
+  LONGS_EQUAL(0, log.Take().size());
+  // A removal is a fields record whose change has no value.
+  std::string_view gone[] = {"f1", "f1"};
+  Write("h", [&] { CHECK(cache::HDel(*f.ctx, src, "h", gone, &removed) == Status::kOk); });
+  recs = log.Take();
+  LONGS_EQUAL(1, recs.size());
+  CHECK(db::DecodeWalFields(recs[0].entry.value, cache::kTypeHash, &ch));
+  LONGS_EQUAL(1, ch.size());
+  CHECK(!ch[0].second.has_value());
+}
+
+TEST(WalApply, ASmallHashAndAKeyRemovedByItsLastFieldAreLoggedWhole) {
+  std::string_view fv[] = {"a", "1"};
+  uint64_t n = 0;
+  Write("s", [&] { CHECK(cache::HSet(*f.ctx, src, "s", fv, &n) == Status::kOk); });
+  std::string_view fv2[] = {"b", "2"};
+  Write("s", [&] { CHECK(cache::HSet(*f.ctx, src, "s", fv2, &n) == Status::kOk); });
+  auto recs = log.Take();
+  LONGS_EQUAL(2, recs.size());
+  LONGS_EQUAL(db::kWalPut, recs[1].kind);  // listpack: whole
+  std::string_view all[] = {"a", "b"};
+  Write("s", [&] { CHECK(cache::HDel(*f.ctx, src, "s", all, &n) == Status::kOk); });
+  recs = log.Take();
+  LONGS_EQUAL(1, recs.size());
+  LONGS_EQUAL(db::kWalTombstone, recs[0].kind);
+}
+
+// The rings of several writers are merged in any order (db/wal_apply.h):
+// a random history of writes to a few hashes and sets, from two writers,
+// replayed in many orders, must rebuild exactly what the table holds.
+TEST(WalApply, ReplayInAnyOrderRebuildsTheTable) {
+  const std::vector<std::string> keys = {"h0", "h1", "s0", "s1"};
+  std::mt19937_64 rng(20261201);
+  std::vector<std::vector<db::WalRecord>> ring(2);
+  int64_t now = cache::NowMs(*f.ctx);
+  auto field = [&] { return "f" + std::to_string(rng() % 12); };
+  int by_field = 0;
+  for (int step = 0; step < 800; ++step) {
+    const std::string& key = keys[rng() % keys.size()];
+    bool hash = key[0] == 'h';
+    // The last 200 writes only write fields: many fields records newer
+    // than each key's last whole record, out of order with each other.
+    int what = step < 600 ? static_cast<int>(rng() % 20) : 4 + static_cast<int>(rng() % 16);
+    uint64_t n = 0;
+    bool changed = false;
+    Write(key, [&] {
+      if (what == 0) {
+        (void)cache::Del(*f.ctx, src, key);
+      } else if (what == 1) {
+        (void)cache::Expire(*f.ctx, src, key, now + 1000000 + static_cast<int64_t>(rng() % 1000), cache::ExpireCond::kAlways,
+                            &changed);
+      } else if (what == 2) {
+        (void)cache::Persist(*f.ctx, src, key, &changed);
+      } else if (what == 3) {
+        (void)cache::Set(*f.ctx, src, key, "a string");  // another type: a new life
+      } else if (hash && what < 12) {
+        std::vector<std::string> own = {field(), std::to_string(rng() % 1000), field(), "v" + std::to_string(step)};
+        std::vector<std::string_view> fv(own.begin(), own.end());
+        (void)cache::HSet(*f.ctx, src, key, fv, &n);
+      } else if (hash && what < 15) {
+        int64_t r = 0;
+        (void)cache::HIncrBy(*f.ctx, src, key, field(), 7, &r);
+      } else if (hash) {
+        std::string a = field(), b = field();
+        std::string_view fs[] = {a, b};
+        (void)cache::HDel(*f.ctx, src, key, fs, &n);
+      } else if (what < 12) {
+        std::string a = field(), b = std::to_string(rng() % 9);
+        std::string_view ms[] = {a, b};
+        (void)cache::SAdd(*f.ctx, src, key, ms, &n);
+      } else if (what < 16) {
+        std::string a = field(), b = std::to_string(rng() % 9);
+        std::string_view ms[] = {a, b};
+        (void)cache::SRem(*f.ctx, src, key, ms, &n);
+      } else {
+        std::vector<std::string> popped;
+        (void)cache::SPop(*f.ctx, src, key, 1, &popped);
+      }
+    });
+    for (db::WalRecord& r : log.Take()) {
+      by_field += r.kind == db::kWalFields;
+      ring[rng() % 2].push_back(std::move(r));
+    }
+  }
+  CHECK_TEXT(by_field > 100, ("only " + std::to_string(by_field) + " fields records").c_str());
+  // In the order written (one writer, then the other), interleaved as the
+  // WAL process drains two rings, and in wholly random orders.
+  std::vector<db::WalRecord> a = ring[0];
+  a.insert(a.end(), ring[1].begin(), ring[1].end());
+  ReplayAndCompare(a, "dst_concat", keys);
+  std::vector<db::WalRecord> b = ring[1];
+  b.insert(b.end(), ring[0].begin(), ring[0].end());
+  ReplayAndCompare(b, "dst_reverse", keys);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<db::WalRecord> mix;
+    size_t i = 0, j = 0;
+    while (i < ring[0].size() || j < ring[1].size()) {
+      bool first = j == ring[1].size() || (i < ring[0].size() && rng() % 2);
+      mix.push_back(first ? ring[0][i++] : ring[1][j++]);
+    }
+    ReplayAndCompare(mix, "dst_mix" + std::to_string(trial), keys);
+  }
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<db::WalRecord> all = a;
+    std::shuffle(all.begin(), all.end(), rng);
+    ReplayAndCompare(all, "dst_any" + std::to_string(trial), keys);
+  }
+  // Twice over (a segment written again): the same.
+  std::vector<db::WalRecord> twice = a;
+  twice.insert(twice.end(), a.begin(), a.end());
+  ReplayAndCompare(twice, "dst_twice", keys);
+  // Later, with the keys' expiry passed: the keys with one are gone after
+  // replay as in the table.
+  f.ctx->clock_skew_ms += 2000000;
+  ReplayAndCompare(a, "dst_late", keys);
+  std::vector<db::WalRecord> late = a;
+  std::shuffle(late.begin(), late.end(), rng);
+  ReplayAndCompare(late, "dst_late_any", keys);
+  f.ctx->clock_skew_ms -= 2000000;
+}

@@ -130,6 +130,10 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
     c.alloc.Free(k.node);
     Count(c, h, kStatDestroyed);
     Count(c, h, kStatRemoves);
+  } else if (*changed) {
+    // A new version of the record, as an INCR in place is: a store (the
+    // save rules count it, as Redis counts EXPIRE in its dirty count).
+    Count(c, h, kStatStores);
   }
   return st;
 }

@@ -160,6 +160,21 @@ class Snapshots(unittest.TestCase):
         self.addCleanup(d2.stop)
         self.assertEqual(redis.Redis(port=d2.port).mget("a", "b", "c", "d"), [b"1", b"2", b"3", b"4"])
 
+    def test_save_rules_count_ttl_only_changes(self):
+        # EXPIRE and PERSIST change a key (Redis counts them in its dirty
+        # count): a rule of 3 changes fires on SET, EXPIRE, PERSIST.
+        d = Daemon(overrides=["wal.dir=%s/data" % self.dir, "wal.save=1 3", "wal.fsync=off"])
+        self.addCleanup(d.stop)
+        r = redis.Redis(port=d.port)
+        r.set("a", "1")
+        self.assertFalse(r.persist("a"))  # no TTL: nothing changed, nothing counted
+        time.sleep(1.5)
+        self.assertEqual(glob.glob(self.dir + "/data/snapshot-*.pcs"), [], "one change is below the rule's 3")
+        self.assertTrue(r.expire("a", 1000))
+        self.assertTrue(r.persist("a"))
+        self.assertTrue(wait_snapshots(self.dir + "/data", 1, timeout=10), "TTL changes were not counted")
+        self.assertIn("3 change(s) in 1 s", d.read_log())
+
     def test_bgsave_asked_during_a_save_runs_after_it(self):
         # Regression (review, session 8): the persist process marked the
         # request taken before it held the claim; a SAVE holding it made

@@ -161,6 +161,8 @@ std::vector<WalFigure> WalFigures() {
 
 // ---- the producer ---------------------------------------------------------------
 
+void (*g_wal_test_after_floor)() = nullptr;
+
 bool WalLogger::Attach(uint32_t index) {
   if (!g_wal || static_cast<WalPolicy>(g_wal->policy) == WalPolicy::kOff) return false;
   ring_ = WalRingAt(index);
@@ -308,9 +310,10 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
   // The tombstone rule (docs/persistence.md): the floor read after the
   // write and BEFORE looking for the key.
   uint64_t floor = cache::VersionFloor(t);
+  if (g_wal_test_after_floor) g_wal_test_after_floor();
   cache::Entry e;
   mem::Status s = mem::Status::kBusy;
-  {
+  for (int round = 0;; ++round) {
     // Read back with the clock far in the past: a record that expired
     // since the write (SET k v PX 1) is logged as the put it is, with its
     // version (replay drops it, and it outranks older puts), not as a
@@ -324,7 +327,19 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
       }
       ~PastClock() { c.clock_skew_ms = saved; }
     } past(c);
+    s = mem::Status::kBusy;
     for (int i = 0; i < 100 && s == mem::Status::kBusy; ++i) s = cache::ExportKey(c, t, key, &e);
+    if (s != mem::Status::kNotFound || round == 100) break;
+    // Absent. A removal raises the floor to the removed version before it
+    // unlinks, so an unchanged floor proves that a removal of this
+    // write's record (the timer's sweep of a 1 ms TTL, which logs
+    // nothing) came before `floor` was read, and the tombstone outranks
+    // it. A floor that moved: read the key again under the new one (a
+    // tombstone at a floor read after the look could outrank a create
+    // that came in between).
+    uint64_t again = cache::VersionFloor(t);
+    if (again == floor) break;
+    floor = again;
   }
   buf_.clear();
   pending_version_ = s == mem::Status::kOk ? e.version : floor;

@@ -131,6 +131,10 @@ std::vector<WalFigure> WalFigures();
 // The consumer: copy [tail, upto) of ring i into *out.
 void WalRingCopy(uint32_t index, uint64_t upto, std::string* out);
 
+// Tests only: called by WalLogger::LogKey between its floor read and its
+// read-back of the key (a removal in that window).
+extern void (*g_wal_test_after_floor)();
+
 // A producer: the process's side of its ring.
 class WalLogger {
  public:

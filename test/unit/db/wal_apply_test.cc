@@ -11,6 +11,7 @@
 #include "cache/export.h"
 #include "cache/hash_ops.h"
 #include "cache/key_ops.h"
+#include "cache/maint.h"
 #include "cache/ops.h"
 #include "cache/set_ops.h"
 #include "db/wal.h"
@@ -291,4 +292,39 @@ TEST(WalApply, ReplayInAnyOrderRebuildsTheTable) {
   std::shuffle(late.begin(), late.end(), rng);
   ReplayAndCompare(late, "dst_late_any", keys);
   f.ctx->clock_skew_ms -= 2000000;
+}
+
+// Regression (the narrow window, docs/persistence.md): a key written with a
+// 1 ms TTL that the timer's sweep removes between the logger's floor read
+// and its read-back was logged as a tombstone at the floor read before,
+// below the key's older put: replay brought the old value back.
+namespace {
+cache::Ctx* g_sweep_ctx = nullptr;
+cache::TableRef g_sweep_table;
+void SweepNow() {
+  g_sweep_ctx->clock_skew_ms += 1000;
+  (void)cache::SweepExpired(*g_sweep_ctx, g_sweep_table, 1u << 20, {});
+  g_sweep_ctx->clock_skew_ms -= 1000;
+}
+}  // namespace
+
+TEST(WalApply, AKeyTheSweepRemovesDuringItsReadBackStaysGone) {
+  Write("k", [&] { CHECK(cache::Set(*f.ctx, src, "k", "old") == Status::kOk); });
+  cache::StoreOpts o;
+  o.expire_ms = cache::NowMs(*f.ctx) + 1;
+  uint64_t v = 0;
+  o.stored_version = &v;
+  CHECK(cache::Set(*f.ctx, src, "k", "new", o) == Status::kOk);
+  g_sweep_ctx = f.ctx;
+  g_sweep_table = src;
+  db::g_wal_test_after_floor = SweepNow;
+  std::string err;
+  bool ok = log.logger.LogKey(*f.ctx, src, "src", "k", &err);
+  db::g_wal_test_after_floor = nullptr;
+  CHECK_TEXT(ok, err.c_str());
+  auto recs = log.Take();
+  LONGS_EQUAL(2, recs.size());
+  LONGS_EQUAL(db::kWalTombstone, recs[1].kind);
+  CHECK(recs[1].entry.version >= v);
+  ReplayAndCompare(recs, "dst_swept", {"k"});
 }

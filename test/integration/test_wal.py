@@ -498,6 +498,7 @@ class Wal(unittest.TestCase):
         self.addCleanup(stop2)
         r = redis.Redis(port=d.port)
         seen_loading = info_loading = False
+        dump_refused = None
         deadline = time.time() + 60
         while time.time() < deadline:
             try:
@@ -507,6 +508,15 @@ class Wal(unittest.TestCase):
                 seen_loading = True
                 info = redis.Redis(port=d.port).info("persistence")
                 info_loading = info_loading or info.get("loading") == 1
+                if dump_refused is None:
+                    # `--dump` of a server still loading is refused, not
+                    # taken for an empty one (modules/db/backup_tool.cc Open).
+                    p = subprocess.run([BIN, "--dump", os.path.join(self.dir, "dump"), "--port", str(d.port)],
+                                       capture_output=True, text=True, timeout=60)
+                    try:
+                        redis.Redis(port=d.port).ping()
+                    except redis.BusyLoadingError:
+                        dump_refused = (p.returncode, "LOADING" in p.stderr, p.stderr[-200:])
             except redis.ConnectionError:
                 pass  # not bound yet, or the loading door closed as the workers took over
             time.sleep(0.005)
@@ -514,6 +524,8 @@ class Wal(unittest.TestCase):
             second_log = f.read()
         self.assertTrue(seen_loading, "no -LOADING while %s" % second_log[-300:])
         self.assertTrue(info_loading)
+        self.assertIsNotNone(dump_refused, "the replay ended before --dump was tried: no check")
+        self.assertEqual(dump_refused[:2], (1, True), dump_refused[2])
         self.assertEqual(r.info("persistence")["loading"], 0)
         self.assertGreater(r.dbsize(), 1400000)
         self.assertIn("WAL replay: ", second_log)

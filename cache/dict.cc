@@ -1062,11 +1062,13 @@ Status Dict::Commit() {
   o.stored_version = &stored;
   Status s = Set(c_, t_, key_, out, o);
   if (s != Status::kOk) return s;
-  if (c_.dict_journal) Journal(version_ == 0 || replace_, stored, o.keep_ttl ? expire_ms_ : o.expire_ms);
   committed_ = true;
   fresh_.clear();  // published
   for (Off r : retired_) c_.alloc.Free(r);
   retired_.clear();
+  // Last: the journal allocates, and a bad_alloc must not find fresh_
+  // still naming cells the published value owns.
+  if (c_.dict_journal) Journal(version_ == 0 || replace_, stored, o.keep_ttl ? expire_ms_ : o.expire_ms);
   return Status::kOk;
 }
 

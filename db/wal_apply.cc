@@ -58,6 +58,7 @@ void WalApplier::RemoveIfNotAbove(const cache::TableRef& t, std::string_view key
 
 bool WalApplier::Apply(const WalRecord& r, std::string* err) {
   coll_ = r.collection;
+  cur_ = nullptr;
   Raise(r.collection, r.entry.version);
   bool makes = r.kind == kWalPut || r.kind == kWalFields;
   cache::TableRef t;
@@ -65,6 +66,7 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
     if (makes) ++unknown;
     return true;  // a tombstone for a collection that is gone: nothing to remove
   }
+  cur_ = &t;
   tk_.assign(r.collection);
   tk_.push_back('\0');
   tk_.append(r.entry.key);
@@ -142,17 +144,9 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
     ++skipped;
     return true;
   }
-  // A key the snapshot does not hold, at a version at or below the
-  // collection's floor when the walk began: that state was replaced or
-  // removed before the walk reached the key (a create during the walk gets
-  // a version above the floor). Its tombstone may lie before the
-  // snapshot's position: do not bring the key back.
-  if (auto sf = k_.snap_floor->find(r.collection); sf != k_.snap_floor->end() && e.version <= sf->second) {
-    cache::ReadInfo ri;
-    if (cache::Probe(c_, t, e.key, &ri) == Status::kNotFound) {
-      ++skipped;
-      return true;
-    }
+  if (SnapshotDropped(r.collection, tk, e.key, e.version)) {
+    ++skipped;
+    return true;
   }
   if (auto it = side_.find(tk); it != side_.end()) {
     bool expired = e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_);
@@ -181,10 +175,7 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
     return false;
   } else {
     ++skipped;
-    if (log_error_) {
-      log_error_("collection '" + r.collection + "' key '" + e.key.substr(0, 64) +
-                 "': " + (why.empty() ? std::string(mem::StatusName(s)) : why));
-    }
+    Error(e.key, why.empty() ? std::string(mem::StatusName(s)) : why);
   }
   return true;
 }
@@ -204,21 +195,21 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
     // whole state seen (the snapshot's, or a put applied before).
     cache::ReadInfo ri;
     Status s = cache::Probe(c_, t, e.key, &ri);
-    uint64_t base = 0;
+    Side sd;
     if (s == Status::kOk) {
-      base = ri.version;
+      sd.whole = ri.version;
+      sd.type = ri.type;
+      sd.exp = ri.expire_ms;
     } else {
-      // Absent: as for a put (above), a version at or below the walk's
-      // floor is a state removed before the walk.
-      if (auto sf = k_.snap_floor->find(r.collection); sf != k_.snap_floor->end() && v <= sf->second) {
+      if (SnapshotDropped(r.collection, tk, e.key, v)) {
         ++skipped;
         return true;
       }
-      if (ti != k_.tomb->end()) base = ti->second;
-      if (fi != flushed_.end()) base = std::max(base, fi->second);
+      if (ti != k_.tomb->end()) sd.whole = ti->second;
+      if (fi != flushed_.end()) sd.whole = std::max(sd.whole, fi->second);
     }
-    it = side_.emplace(tk, Side{}).first;
-    it->second.whole = it->second.exp_ver = base;
+    sd.exp_ver = sd.type_ver = sd.whole;
+    it = side_.emplace(tk, std::move(sd)).first;
   }
   Side& sd = it->second;
   if (v <= sd.whole) {
@@ -232,6 +223,13 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
     if (v > tv) tv = v;
     return Whole(t, e.key, &sd, nullptr, v, err);
   }
+  bool other_type = sd.type != 0 && sd.type != e.type;
+  if (other_type && v < sd.type_ver) {
+    // The table holds another type from a newer record: this record's life
+    // is older, and the newer life's whole record replaces it when it comes.
+    ++skipped;
+    return true;
+  }
   WalFieldChanges ch;
   if (!DecodeWalFields(e.value, e.type, &ch)) {  // DecodeWalRecord checked it: not reached
     ++skipped;
@@ -239,25 +237,22 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
   }
   std::optional<cache::Dict> d;
   d.emplace(c_, t, e.key, e.type);
-  Status s = d->Load();
-  if (s == Status::kWrongType) {
-    // Another type in the table: a later life, whose own whole record
-    // replaces this one's entries when it comes.
+  // Another type from an older record: this record's life is newer, and
+  // nothing the table holds belongs to it.
+  Status s = other_type ? d->LoadForReplace() : d->Load();
+  if (s == Status::kWrongType) {  // the bookkeeping says otherwise: trust the table
     d.emplace(c_, t, e.key, e.type);
     s = d->LoadForReplace();
   }
   if (s != Status::kOk && s != Status::kNotFound) {
     ++skipped;
-    if (log_error_) log_error_("collection '" + r.collection + "' key '" + e.key.substr(0, 64) + "': " +
-                               std::string(mem::StatusName(s)));
+    Error(e.key, std::string(mem::StatusName(s)));
     return true;
   }
-  bool any = false;
   for (const auto& [f, val] : ch) {
     uint64_t& fv = sd.fields[f];
     if (fv >= v) continue;
     fv = v;
-    any = true;
     if (val) {
       d->Put(f, *val);
     } else {
@@ -266,13 +261,13 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
   }
   if (v > sd.exp_ver) {
     sd.exp_ver = v;
-    d->SetExpire(e.expire_ms);
-    any = true;
+    sd.exp = e.expire_ms;
   }
-  sd.type = e.type;
-  if (!any) {
-    ++skipped;
-    return true;
+  // Every commit states the expiry the bookkeeping holds (a replace drops it).
+  d->SetExpire(sd.exp);
+  if (v > sd.type_ver) {
+    sd.type_ver = v;
+    sd.type = e.type;
   }
   uint64_t published = std::max(v, d->version() + 1);
   d->SetPublishVersionAtLeast(v);
@@ -283,8 +278,7 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
   }
   if (s != Status::kOk) {
     ++skipped;
-    if (log_error_) log_error_("collection '" + r.collection + "' key '" + e.key.substr(0, 64) + "': " +
-                               std::string(mem::StatusName(s)));
+    Error(e.key, std::string(mem::StatusName(s)));
     return true;
   }
   Raise(r.collection, published);
@@ -300,15 +294,12 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
     return true;
   }
   // The entries a fields record newer than v wrote keep their value (or
-  // their absence), and the expiry too when such a record set it.
+  // their absence), and so do the expiry and the type when such a record
+  // set them.
   std::vector<std::pair<std::string, std::optional<std::string>>> keep;
-  int64_t keep_exp = 0;
-  bool exp_newer = sd->exp_ver > v;
   {
-    cache::Dict cur(c_, t, key, sd->type);
-    Status s = cur.Load();
-    bool have = s == Status::kOk;
-    if (have) keep_exp = cur.expire_ms();
+    cache::Dict cur(c_, t, key, sd->type ? sd->type : static_cast<uint8_t>(cache::kTypeHash));
+    bool have = sd->type != 0 && cur.Load() == Status::kOk;
     for (const auto& [f, fv] : sd->fields) {
       if (fv <= v) continue;
       std::string val;
@@ -320,10 +311,21 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
     }
   }
   sd->whole = v;
-  if (!exp_newer) sd->exp_ver = v;
+  bool exp_newer = sd->exp_ver > v;
+  if (!exp_newer) {
+    sd->exp_ver = v;
+    sd->exp = put ? put->expire_ms : 0;
+  }
+  bool type_newer = sd->type_ver > v;
+  // A put of another type than a newer record's is of an older life.
+  bool import = put && !(type_newer && put->type != sd->type);
+  if (!type_newer) {
+    sd->type_ver = v;
+    sd->type = put ? put->type : 0;
+  }
   cache::ReadInfo ri;
   uint64_t cur_ver = cache::Probe(c_, t, key, &ri) == Status::kOk ? ri.version : 0;
-  if (put) {
+  if (import) {
     cache::Entry e = *put;
     e.version = std::max(v, cur_ver + 1);
     std::string why;
@@ -332,17 +334,18 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
       *err = "the arena is full";
       return false;
     }
-    if (s != Status::kOk && s != Status::kNotFound && log_error_) {
-      log_error_("key '" + std::string(key.substr(0, 64)) + "': " +
-                 (why.empty() ? std::string(mem::StatusName(s)) : why));
-    }
+    if (s != Status::kOk && s != Status::kNotFound) Error(key, why.empty() ? std::string(mem::StatusName(s)) : why);
     Raise(coll_, e.version);
   } else if (cur_ver != 0) {
+    // Absent at v, or a newer record of another type holds the key: of
+    // this record's state only what no newer record overrides would stay,
+    // and that is nothing (a new life's own whole record brings the rest).
     (void)cache::Del(c_, t, key);
   }
   bool any_present = false;
   for (const auto& kv : keep) any_present |= kv.second.has_value();
-  if (!keep.empty() && (any_present || put)) {
+  bool overlay = any_present || (import && (!keep.empty() || exp_newer));
+  if (overlay && sd->type != 0) {
     std::optional<cache::Dict> d;
     d.emplace(c_, t, key, sd->type);
     Status s = d->Load();
@@ -358,7 +361,7 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
           d->Remove(f);
         }
       }
-      if (exp_newer) d->SetExpire(keep_exp);
+      d->SetExpire(sd->exp);
       uint64_t published = std::max(v, d->version() + 1);
       d->SetPublishVersionAtLeast(v);
       s = d->Commit();
@@ -372,6 +375,25 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
   Stored(t);
   ++applied;
   return true;
+}
+
+void WalApplier::Error(std::string_view key, const std::string& why) {
+  if (log_error_) log_error_("collection '" + coll_ + "' key '" + std::string(key.substr(0, 64)) + "': " + why);
+}
+
+// A key the snapshot does not hold, at a version at or below the
+// collection's floor when the walk began: that state was replaced or
+// removed before the walk reached the key (a create during the walk gets a
+// version above the floor), and its tombstone may lie before the
+// snapshot's position: do not bring the key back. A key the snapshot held
+// but that expired while the daemon was down is not such a key (its
+// tombstone at the snapshot's version decides).
+bool WalApplier::SnapshotDropped(const std::string& coll, const std::string& tk, std::string_view key, uint64_t v) {
+  auto sf = k_.snap_floor->find(coll);
+  if (sf == k_.snap_floor->end() || v > sf->second) return false;
+  if (k_.snap_expired && k_.snap_expired->count(tk)) return false;
+  cache::ReadInfo ri;
+  return cache::Probe(c_, *Current(), key, &ri) == Status::kNotFound;
 }
 
 }  // namespace db

@@ -17,7 +17,9 @@
 //   whole     the newest whole-record version applied (or the table's
 //             version at the first fields record: the snapshot's state)
 //   fields    entry -> the newest fields-record version applied to it
-//   exp_ver   the version of the record whose expiry the table holds
+//   exp, type the expiry and type of the newest record applied, and its
+//             version (a fields record of another type than the table's
+//             is of an older life when older, of a newer one when newer)
 //
 // and its final state is, per entry, the newest record that speaks of it
 // (a whole record speaks of every entry: absent ones are absent), and
@@ -43,6 +45,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "cache/table.h"
 #include "db/wal.h"
@@ -56,6 +59,9 @@ class WalApplier {
     std::map<std::string, uint64_t>* top;             // collection -> largest version seen
     std::unordered_map<std::string, uint64_t>* tomb;  // collection \0 key -> newest version gone
     const std::map<std::string, uint64_t>* snap_floor;  // collection -> floor when the snapshot's walk began
+    // collection \0 key: keys the snapshot held that had expired by the
+    // load (their tombstones are in `tomb`); may be null.
+    const std::unordered_set<std::string>* snap_expired = nullptr;
   };
   // configured(name): a collection the configuration makes at every start
   // (a drop record empties it rather than removing it). log_error: one
@@ -72,9 +78,12 @@ class WalApplier {
 
  private:
   struct Side {
-    uint64_t whole = 0, exp_ver = 0;
+    uint64_t whole = 0;    // the newest whole record applied
+    uint64_t exp_ver = 0;  // the newest record applied: its expiry is `exp`
+    uint64_t type_ver = 0; // ... and its type is `type` (0: absent)
+    int64_t exp = 0;
     uint8_t type = 0;
-    std::unordered_map<std::string, uint64_t> fields;
+    std::unordered_map<std::string, uint64_t> fields;  // entry -> newest fields record applied
   };
   bool Table(const std::string& name, bool make, cache::TableRef* t);
   bool Put(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
@@ -83,6 +92,9 @@ class WalApplier {
   bool Whole(const cache::TableRef& t, std::string_view key, Side* sd, const cache::Entry* put, uint64_t v,
              std::string* err);
   void RemoveIfNotAbove(const cache::TableRef& t, std::string_view key, uint64_t v);
+  bool SnapshotDropped(const std::string& coll, const std::string& tk, std::string_view key, uint64_t v);
+  void Error(std::string_view key, const std::string& why);
+  const cache::TableRef* Current() const { return cur_; }
   void Raise(const std::string& coll, uint64_t v);
   void Stored(const cache::TableRef& t);
 
@@ -95,6 +107,7 @@ class WalApplier {
   std::unordered_map<std::string, Side> side_;  // collection \0 key -> tracked key
   uint64_t stores_ = 0;
   std::string tk_, coll_;  // the record being applied
+  const cache::TableRef* cur_ = nullptr;
 };
 
 }  // namespace db

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 #include <string>
 
@@ -99,6 +100,7 @@ struct Recovered {
   std::map<std::string, uint64_t> top;             // collection -> largest version loaded, logged or floor
   std::unordered_map<std::string, uint64_t> tomb;  // collection \0 key -> newest version known gone
   std::map<std::string, uint64_t> snap_floor;      // collection -> its floor when the snapshot's walk began
+  std::unordered_set<std::string> snap_expired;    // collection \0 key: held by the snapshot, expired by the load
   uint64_t wal_from = 0;                           // replay from this WAL position
   bool have_snapshot = false;
 };

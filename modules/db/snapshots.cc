@@ -223,8 +223,10 @@ bool LoadNewestSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& 
         // The walk met the key twice (across a split): the newer stays.
       } else if (s == mem::Status::kNotFound) {
         ++expired;
-        uint64_t& tv = rec->tomb[TombKey(cur, e.key)];
+        std::string tk = TombKey(cur, e.key);
+        uint64_t& tv = rec->tomb[tk];
         if (e.version > tv) tv = e.version;
+        rec->snap_expired.insert(std::move(tk));
       } else if (s == mem::Status::kNoMem) {
         full = true;
         return false;

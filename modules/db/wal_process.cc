@@ -377,7 +377,7 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
   uint64_t from = rec->wal_from;
   // What each record does: db/wal_apply.h.
   db::WalApplier apply(
-      c, db::WalApplier::Known{&rec->top, &rec->tomb, &rec->snap_floor},
+      c, db::WalApplier::Known{&rec->top, &rec->tomb, &rec->snap_floor, &rec->snap_expired},
       [&cfg](std::string_view name) {
         for (const auto& cc : cfg.collections) {
           if (cc.name == name) return true;

@@ -339,7 +339,13 @@ void Dispatch(Env& e, net::Conn& c) {
     spec->handler(ctx);
   }
   if (on_evict) e.ctx->on_evict = nullptr;
-  if (logged && !c.cont && (!e.wal_error.empty() || !(c.out.size() > before && c.out[before] == '-'))) {
+  // A command that answered an error may still have changed an aggregate
+  // first (SMOVE: the add committed, the remove failed): logged too, or
+  // its later fields records would build on a state the log never had.
+  bool changed = false;
+  for (const cache::DictChange& ch : e.journal) changed |= ch.whole || ch.version != 0;
+  if (logged && !c.cont &&
+      (!e.wal_error.empty() || changed || !(c.out.size() > before && c.out[before] == '-'))) {
     std::string err = std::move(e.wal_error);
     e.wal_error.clear();
     if (!err.empty() || !WalLogWrite(e, c, *spec, &err)) {

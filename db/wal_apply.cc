@@ -46,6 +46,19 @@ void WalApplier::Stored(const cache::TableRef& t) {
   if (++stores_ % 1024 == 0) (void)cache::GrowStep(c_, t, 1u << 16);
 }
 
+std::vector<std::string> WalApplier::Keys(const cache::TableRef& t) {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+  do {
+    if (cache::ScanStep(c_, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
+          keys.emplace_back(it.key);
+        }, &cursor) != Status::kOk) {
+      break;
+    }
+  } while (cursor != 0);
+  return keys;
+}
+
 // Remove `key` if it holds a version at or below v (a tombstone, an expired
 // put, a flush) — for keys that are not tracked.
 void WalApplier::RemoveIfNotAbove(const cache::TableRef& t, std::string_view key, uint64_t v) {
@@ -86,15 +99,7 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
       uint64_t& fv = flushed_[r.collection];
       if (r.entry.version > fv) fv = r.entry.version;
       // Every key at or below the floor goes.
-      std::vector<std::string> keys;
-      uint64_t cursor = 0;
-      do {
-        if (cache::ScanStep(c_, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
-              keys.emplace_back(it.key);
-            }, &cursor) != Status::kOk) {
-          break;
-        }
-      } while (cursor != 0);
+      std::vector<std::string> keys = Keys(t);
       std::string prefix = r.collection + '\0';
       for (auto& [key, sd] : side_) {
         if (key.compare(0, prefix.size(), prefix) == 0 &&
@@ -116,16 +121,7 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
       // emptied (anything left at this point is older). Any other goes,
       // and only a later put makes it.
       if (configured_ && configured_(r.collection)) {
-        std::vector<std::string> keys;
-        uint64_t cursor = 0;
-        do {
-          if (cache::ScanStep(c_, t, cursor, 1024, cache::ScanFilter{}, [&](const cache::ScanItem& it) {
-                keys.emplace_back(it.key);
-              }, &cursor) != Status::kOk) {
-            break;
-          }
-        } while (cursor != 0);
-        for (const std::string& k : keys) (void)cache::Del(c_, t, k);
+        for (const std::string& k : Keys(t)) (void)cache::Del(c_, t, k);
       } else if (cache::DropCollection(c_, r.collection) == Status::kOk) {
         tables_[r.collection] = cache::TableRef{};
       }

@@ -46,6 +46,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "cache/table.h"
 #include "db/wal.h"
@@ -92,6 +93,7 @@ class WalApplier {
   bool Whole(const cache::TableRef& t, std::string_view key, Side* sd, const cache::Entry* put, uint64_t v,
              std::string* err);
   void RemoveIfNotAbove(const cache::TableRef& t, std::string_view key, uint64_t v);
+  std::vector<std::string> Keys(const cache::TableRef& t);  // every key of the table now
   bool SnapshotDropped(const std::string& coll, const std::string& tk, std::string_view key, uint64_t v);
   void Error(std::string_view key, const std::string& why);
   const cache::TableRef* Current() const { return cur_; }

@@ -388,3 +388,23 @@ def mi_datagram_raw(sock_path, payload, workdir, timeout=5.0):
     finally:
         s.close()
         os.unlink(me)
+
+
+def key_state(port, db=0, expiry="flag"):
+    """Every key of a db: (type, value, expiry) for strings, hashes and sets.
+    expiry "flag": whether it has a TTL; "abs": its PEXPIRETIME (ms)."""
+    import redis
+    r = redis.Redis(port=port, db=db)
+    out = {}
+    for k in r.scan_iter(count=1000):
+        t = r.type(k)
+        if t == b"string":
+            v = r.get(k)
+        elif t == b"hash":
+            v = tuple(sorted(r.hgetall(k).items()))
+        elif t == b"set":
+            v = tuple(sorted(r.smembers(k)))
+        else:
+            continue
+        out[k] = (t, v, r.pttl(k) > 0 if expiry == "flag" else r.execute_command("PEXPIRETIME", k))
+    return out

@@ -20,7 +20,7 @@ import unittest
 
 import redis
 
-from harness import BIN, Daemon, children
+from harness import BIN, Daemon, children, key_state
 from test_snapshot import kill9_all
 
 ROUNDS = int(os.environ.get("PERFCACHED_WAL_ROUNDS", "3"))
@@ -169,21 +169,7 @@ class Wal(unittest.TestCase):
 
     def state(self, r, db=0):
         """Every key of a db with its value (strings) and whether it has a TTL."""
-        r = redis.Redis(port=r.connection_pool.connection_kwargs["port"], db=db)
-        out = {}
-        for k in r.scan_iter(count=1000):
-            t = r.type(k)
-            if t == b"string":
-                v = r.get(k)
-            elif t == b"hash":
-                v = tuple(sorted(r.hgetall(k).items()))
-            elif t == b"set":
-                v = tuple(sorted(r.smembers(k)))
-            else:
-                v = None
-            if v is not None:
-                out[k] = (t, v, r.pttl(k) > 0)
-        return out
+        return key_state(r.connection_pool.connection_kwargs["port"], db)
 
     def test_restart_reproduces_memory_under_racing_flushes_and_evictions(self):
         # Writers race FLUSHDB (it clears bucket by bucket while others

@@ -16,26 +16,13 @@ import unittest
 
 import redis
 
-from harness import BIN, Daemon
+from harness import BIN, Daemon, key_state
 from test_snapshot import kill9_all
 
 
 def state(port, db=0):
-    """Every key with its type, value and expiry (to the second)."""
-    r = redis.Redis(port=port, db=db)
-    out = {}
-    for k in r.scan_iter(count=1000):
-        t = r.type(k)
-        if t == b"string":
-            v = r.get(k)
-        elif t == b"hash":
-            v = tuple(sorted(r.hgetall(k).items()))
-        elif t == b"set":
-            v = tuple(sorted(r.smembers(k)))
-        else:
-            v = None
-        out[k] = (t, v, r.execute_command("PEXPIRETIME", k))
-    return out
+    """Every key with its type, value and absolute expiry time."""
+    return key_state(port, db, expiry="abs")
 
 
 def merged_keys(log):

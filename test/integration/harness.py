@@ -408,3 +408,13 @@ def key_state(port, db=0, expiry="flag"):
             continue
         out[k] = (t, v, r.pttl(k) > 0 if expiry == "flag" else r.execute_command("PEXPIRETIME", k))
     return out
+
+
+def wal_fields_records(data):
+    """How many fields records (kind 5) the WAL segments in `data` hold,
+    by `perfcached -W`."""
+    import re
+    p = subprocess.run([BIN, "-W", data], capture_output=True, text=True, timeout=60)
+    m = re.search(r"(\d+) fields\)", p.stdout)
+    assert m, p.stdout + p.stderr
+    return int(m.group(1))

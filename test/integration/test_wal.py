@@ -20,7 +20,7 @@ import unittest
 
 import redis
 
-from harness import BIN, Daemon, children, key_state
+from harness import BIN, Daemon, children, key_state, wal_fields_records
 from test_snapshot import kill9_all
 
 ROUNDS = int(os.environ.get("PERFCACHED_WAL_ROUNDS", "3"))
@@ -40,7 +40,10 @@ def pids_named(d, prefix):
 
 class Writers:
     """Client threads writing numbered keys; each records what was
-    acknowledged: SETs, DELs of earlier keys, INCRs of its counter, HSETs."""
+    acknowledged: SETs, DELs of earlier keys, INCRs of its counter, HSETs,
+    SADDs to one set all threads share (with small listpack limits the
+    hashes and the set are trees soon: their writes are fields records,
+    the shared set's from every worker)."""
 
     def __init__(self, port, threads=4):
         self.port = port
@@ -49,6 +52,7 @@ class Writers:
         self.incr_acked = [0] * threads
         self.incr_sent = [0] * threads
         self.fields = [dict() for _ in range(threads)]
+        self.members = [set() for _ in range(threads)]
         self.unsure = [set() for _ in range(threads)]
         self.errors = [[] for _ in range(threads)]
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(threads)]
@@ -83,6 +87,10 @@ class Writers:
                 if i % 11 == 0:
                     r.hset("hash:%d" % t, "f%d" % i, val)
                     self.fields[t]["f%d" % i] = val
+                if i % 13 == 0:
+                    m = "m:%d:%d" % (t, i)
+                    r.sadd("set:shared", m)
+                    self.members[t].add(m)
                 i += 1
             except (redis.ConnectionError, redis.TimeoutError) as e:
                 self.errors[t].append(str(e))
@@ -124,6 +132,8 @@ class Writers:
             for f, v in self.fields[t].items():
                 if h.get(f) != v:
                     missing.append("hash:%d %s: want %s, got %r" % (t, f, v, h.get(f)))
+            shared = {m.decode() for m in r.smembers("set:shared")}
+            missing += ["set:shared lost %s" % m for m in sorted(self.members[t] - shared)]
         tc.assertEqual(missing[:20], [], "%d acknowledged write(s) lost" % len(missing))
 
 
@@ -140,9 +150,12 @@ class Wal(unittest.TestCase):
 
     def test_always_kill9_whole_daemon_loses_no_acknowledged_write(self):
         rng = random.Random(os.getpid())
-        total = 0
+        total = fields = 0
         for rnd in range(ROUNDS):
             d = self.daemon()
+            cfg = redis.Redis(port=d.port)
+            for name in ("hash-max-listpack-entries", "set-max-listpack-entries", "set-max-intset-entries"):
+                cfg.config_set(name, 8)
             w = Writers(d.port)
             w.start()
             time.sleep(0.3 + rng.random())
@@ -158,6 +171,7 @@ class Wal(unittest.TestCase):
             kill9_all(d)
             w.finish()
             total += w.total()
+            fields += wal_fields_records(self.dir + "/data")
             d2 = self.daemon()
             r = redis.Redis(port=d2.port)
             w.verify(self, r)
@@ -166,6 +180,7 @@ class Wal(unittest.TestCase):
             r.flushall()
             self.assertEqual(d2.stop(), 0)
         self.assertGreater(total, 200 * ROUNDS, "the writers wrote too little to mean anything")
+        self.assertGreater(fields, 0, "no fields record was written")
 
     def state(self, r, db=0):
         """Every key of a db with its value (strings) and whether it has a TTL."""

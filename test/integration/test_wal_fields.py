@@ -8,7 +8,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -16,7 +15,7 @@ import unittest
 
 import redis
 
-from harness import BIN, Daemon, key_state
+from harness import Daemon, key_state, wal_fields_records
 from test_snapshot import kill9_all
 
 
@@ -28,14 +27,6 @@ def state(port, db=0):
 def merged_keys(log):
     m = re.findall(r"(\d+) key\(s\) merged by field", log)
     return int(m[-1]) if m else 0
-
-
-def fields_records(data):
-    """The fields records (kind 5) in the WAL segments, by `perfcached -W`."""
-    p = subprocess.run([BIN, "-W", data], capture_output=True, text=True, timeout=60)
-    m = re.search(r"(\d+) fields\)", p.stdout)
-    assert m, p.stdout + p.stderr
-    return int(m.group(1))
 
 
 class WalFields(unittest.TestCase):
@@ -74,7 +65,7 @@ class WalFields(unittest.TestCase):
         self.assertLess(grew, 201 * 400, "201 writes of one field logged %d bytes" % grew)
         before = state(d.port)
         kill9_all(d)
-        self.assertGreaterEqual(fields_records(self.dir + "/data"), 201)
+        self.assertGreaterEqual(wal_fields_records(self.dir + "/data"), 201)
         d2 = self.daemon()
         self.assertEqual(state(d2.port), before)
         self.assertEqual(merged_keys(d2.read_log()), 2)
@@ -195,7 +186,7 @@ class WalFields(unittest.TestCase):
         self.drained(r)
         self.assertEqual(r.info("persistence")["rdb_bgsave_in_progress"], 0)
         kill9_all(d)
-        nf = fields_records(self.dir + "/data")
+        nf = wal_fields_records(self.dir + "/data")
         # About 0.4 of the writes are fields records in three runs.
         self.assertGreater(nf, done[0] // 5, "%d writes, %d fields records" % (done[0], nf))
         d2 = self.daemon(fsync="everysec", ring_mb=8)

@@ -164,7 +164,7 @@ static_assert(offsetof(Catalog, automove_request) == 184);
 static_assert(offsetof(Catalog, tables) == 192);
 static_assert(sizeof(Catalog) == 192 + kMaxCollections * sizeof(TableHeader));
 
-struct DictChange;  // cache/dict.h
+struct DictChange;  // cache/journal.h
 
 // A process's handle on the engine: its arena, allocator slot and scratch.
 struct Ctx {

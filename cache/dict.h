@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "cache/encoding.h"
+#include "cache/journal.h"
 #include "cache/internal.h"
 #include "cache/table.h"
 
@@ -58,25 +59,6 @@ namespace cache {
 
 enum class DictEnc : uint8_t { kNone = 0, kPack = 1, kIntset = 2, kTree = 3 };
 
-// What one committed Dict write changed (Ctx::dict_journal): the WAL's
-// field records (db/wal.h kind 5, docs/persistence.md). Every statement
-// holds at `version`: a record of it replays idempotently, newest wins
-// per field.
-struct DictChange {
-  uint32_t table_index = 0, table_gen = 0;  // the TableRef
-  std::string key;
-  uint8_t type = 0;
-  // The key was created, replaced (LoadForReplace) or removed (its last
-  // entry went): its whole state must be logged, not `fields`.
-  bool whole = false;
-  bool tree = false;        // tree-encoded after the write (a large aggregate)
-  uint64_t version = 0;     // the version published (0: nothing changed)
-  int64_t expire_ms = 0;    // the key's expiry at that version
-  // Each entry written, in first-write order, its last value; nullopt =
-  // removed (a set member's value is empty). Empty and !whole: the Commit
-  // changed nothing (nothing was staged).
-  std::vector<std::pair<std::string, std::optional<std::string>>> fields;
-};
 
 
 // Free a record that this process unlinked, with everything it owns (the

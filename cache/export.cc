@@ -2,7 +2,9 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/export.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "cache/dict.h"
@@ -223,6 +225,42 @@ Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err, 
       *err = "type " + std::to_string(e.type) + " has no exported form";
       return Status::kInvalid;
   }
+}
+
+Status MergeFields(Ctx& c, const TableRef& t, std::string_view key, uint8_t type, const FieldChanges& changes,
+                   bool replace, int64_t expire_ms, uint64_t at_least, uint64_t* published) {
+  std::optional<Dict> d;
+  d.emplace(c, t, key, type);
+  Status s = replace ? d->LoadForReplace() : d->Load();
+  if (s == Status::kWrongType) {
+    d.emplace(c, t, key, type);
+    s = d->LoadForReplace();
+  }
+  if (s != Status::kOk && s != Status::kNotFound) return s;
+  for (const auto& [f, v] : changes) {
+    if (v) {
+      d->Put(f, *v);
+    } else {
+      d->Remove(f);
+    }
+  }
+  d->SetExpire(expire_ms);
+  *published = std::max(at_least, d->version() + 1);
+  d->SetPublishVersionAtLeast(at_least);
+  return d->Commit();
+}
+
+Status ReadFields(Ctx& c, const TableRef& t, std::string_view key, uint8_t type, const std::vector<std::string>& fields,
+                  std::vector<std::optional<std::string>>* out) {
+  out->assign(fields.size(), std::nullopt);
+  Dict d(c, t, key, type);
+  Status s = d.Load();
+  if (s != Status::kOk) return s;
+  std::string v;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (d.Find(fields[i], &v)) (*out)[i] = v;
+  }
+  return Status::kOk;
 }
 
 }  // namespace cache

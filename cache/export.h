@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "cache/journal.h"
 #include "cache/ops.h"
 
 namespace cache {
@@ -80,5 +81,19 @@ bool DecodeItems(std::string_view enc, bool pairs,
 // value of any type, decided atomically with the store.
 [[nodiscard]] Status ImportEntry(Ctx& c, const TableRef& t, const Entry& e, std::string* err,
                                  bool if_absent = false);
+
+// WAL replay of fields records (db/wal_apply.h), not for a live table:
+// apply `changes` to the aggregate `key` of `type` (replacing what it
+// holds when `replace`, or when it holds another type), set its expiry
+// (absolute ms, 0 = never) and publish at version max(at_least, the
+// current version + 1) (*published). An empty result removes the key.
+// kOk, kNoMem, kTooBig, kStale.
+[[nodiscard]] Status MergeFields(Ctx& c, const TableRef& t, std::string_view key, uint8_t type,
+                                 const FieldChanges& changes, bool replace, int64_t expire_ms, uint64_t at_least,
+                                 uint64_t* published);
+// The values of `fields` in the aggregate `key` of `type` (nullopt:
+// absent). kOk; kNotFound (absent key); kWrongType.
+[[nodiscard]] Status ReadFields(Ctx& c, const TableRef& t, std::string_view key, uint8_t type,
+                                const std::vector<std::string>& fields, std::vector<std::optional<std::string>>* out);
 
 }  // namespace cache

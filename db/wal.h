@@ -29,7 +29,7 @@
 //                     this kind refuses such a record as damage.
 //   kind 5 fields     some entries of a hash or set at `version` (a write
 //                     to a large aggregate that neither made nor removed
-//                     the key: cache/dict.h DictChange). type, expire_ms
+//                     the key: cache/journal.h DictChange). type, expire_ms
 //                     = the key's at that version; value = the changes:
 //                       count varint, then per change
 //                       op u8 (1 put, 2 remove) | [varint len][field]
@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "cache/export.h"
+#include "cache/journal.h"
 
 namespace db {
 
@@ -78,7 +79,7 @@ inline void EncodeWalPut(std::string_view collection, const cache::Entry& e, std
   EncodeWalRecord(kWalPut, collection, e.key, e.type, e.value, e.expire_ms, e.version, out);
 }
 // A fields record (kind 5) of one committed aggregate write.
-using WalFieldChanges = std::vector<std::pair<std::string, std::optional<std::string>>>;
+using WalFieldChanges = cache::FieldChanges;
 void EncodeWalFields(std::string_view collection, std::string_view key, uint8_t type, int64_t expire_ms,
                      uint64_t version, const WalFieldChanges& changes, std::string* out);
 // The changes a fields record's value holds (type: a set's puts carry no

@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "cache/dict.h"
 #include "cache/export.h"
 #include "cache/maint.h"
 #include "cache/ops.h"
@@ -231,43 +230,26 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
     ++skipped;
     return true;
   }
-  std::optional<cache::Dict> d;
-  d.emplace(c_, t, e.key, e.type);
-  // Another type from an older record: this record's life is newer, and
-  // nothing the table holds belongs to it.
-  Status s = other_type ? d->LoadForReplace() : d->Load();
-  if (s == Status::kWrongType) {  // the bookkeeping says otherwise: trust the table
-    d.emplace(c_, t, e.key, e.type);
-    s = d->LoadForReplace();
-  }
-  if (s != Status::kOk && s != Status::kNotFound) {
-    ++skipped;
-    Error(e.key, std::string(mem::StatusName(s)));
-    return true;
-  }
-  for (const auto& [f, val] : ch) {
+  WalFieldChanges apply;
+  for (auto& [f, val] : ch) {
     uint64_t& fv = sd.fields[f];
     if (fv >= v) continue;
     fv = v;
-    if (val) {
-      d->Put(f, *val);
-    } else {
-      d->Remove(f);
-    }
+    apply.emplace_back(f, std::move(val));
   }
   if (v > sd.exp_ver) {
     sd.exp_ver = v;
     sd.exp = e.expire_ms;
   }
-  // Every commit states the expiry the bookkeeping holds (a replace drops it).
-  d->SetExpire(sd.exp);
   if (v > sd.type_ver) {
     sd.type_ver = v;
     sd.type = e.type;
   }
-  uint64_t published = std::max(v, d->version() + 1);
-  d->SetPublishVersionAtLeast(v);
-  s = d->Commit();
+  // Another type from an older record: this record's life is newer, and
+  // nothing the table holds belongs to it (replace). Every commit states
+  // the expiry the bookkeeping holds.
+  uint64_t published = 0;
+  Status s = cache::MergeFields(c_, t, e.key, e.type, apply, other_type, sd.exp, v, &published);
   if (s == Status::kNoMem) {
     *err = "the arena is full";
     return false;
@@ -292,19 +274,18 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
   // The entries a fields record newer than v wrote keep their value (or
   // their absence), and so do the expiry and the type when such a record
   // set them.
-  std::vector<std::pair<std::string, std::optional<std::string>>> keep;
+  WalFieldChanges keep;
   {
-    cache::Dict cur(c_, t, key, sd->type ? sd->type : static_cast<uint8_t>(cache::kTypeHash));
-    bool have = sd->type != 0 && cur.Load() == Status::kOk;
+    std::vector<std::string> names;
     for (const auto& [f, fv] : sd->fields) {
-      if (fv <= v) continue;
-      std::string val;
-      if (have && cur.Find(f, &val)) {
-        keep.emplace_back(f, std::move(val));
-      } else {
-        keep.emplace_back(f, std::nullopt);
-      }
+      if (fv > v) names.push_back(f);
     }
+    std::vector<std::optional<std::string>> vals;
+    if (!names.empty() &&
+        (sd->type == 0 || cache::ReadFields(c_, t, key, sd->type, names, &vals) != Status::kOk)) {
+      vals.assign(names.size(), std::nullopt);  // absent, or another type: none of them is there
+    }
+    for (size_t i = 0; i < names.size(); ++i) keep.emplace_back(std::move(names[i]), std::move(vals[i]));
   }
   sd->whole = v;
   bool exp_newer = sd->exp_ver > v;
@@ -342,31 +323,13 @@ bool WalApplier::Whole(const cache::TableRef& t, std::string_view key, Side* sd,
   for (const auto& kv : keep) any_present |= kv.second.has_value();
   bool overlay = any_present || (import && (!keep.empty() || exp_newer));
   if (overlay && sd->type != 0) {
-    std::optional<cache::Dict> d;
-    d.emplace(c_, t, key, sd->type);
-    Status s = d->Load();
-    if (s == Status::kWrongType) {
-      d.emplace(c_, t, key, sd->type);
-      s = d->LoadForReplace();
+    uint64_t published = 0;
+    Status s = cache::MergeFields(c_, t, key, sd->type, keep, false, sd->exp, v, &published);
+    if (s == Status::kNoMem) {
+      *err = "the arena is full";
+      return false;
     }
-    if (s == Status::kOk || s == Status::kNotFound) {
-      for (const auto& [f, val] : keep) {
-        if (val) {
-          d->Put(f, *val);
-        } else {
-          d->Remove(f);
-        }
-      }
-      d->SetExpire(sd->exp);
-      uint64_t published = std::max(v, d->version() + 1);
-      d->SetPublishVersionAtLeast(v);
-      s = d->Commit();
-      if (s == Status::kNoMem) {
-        *err = "the arena is full";
-        return false;
-      }
-      if (s == Status::kOk) Raise(coll_, published);
-    }
+    if (s == Status::kOk) Raise(coll_, published);
   }
   Stored(t);
   ++applied;

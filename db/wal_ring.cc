@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cache/dict.h"
+#include "cache/journal.h"
 #include "cache/export.h"
 #include "db/wal.h"
 

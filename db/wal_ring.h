@@ -154,7 +154,7 @@ class WalLogger {
   bool LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view collection, std::string_view key,
               std::string* err, const std::vector<cache::DictChange>* journal = nullptr);
   // After a write to a large hash or set that neither made nor removed the
-  // key (cache/dict.h DictChange): log only the entries it changed, at
+  // key (cache/journal.h DictChange): log only the entries it changed, at
   // the version it published (kind 5). See WalLogWrite for the choice.
   bool LogFields(std::string_view collection, const cache::DictChange& ch, std::string* err);
   // A key removed at a known version: an eviction, a FLUSHDB / FLUSHALL

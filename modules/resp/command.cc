@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "modules/resp/command.h"
 
-#include "cache/dict.h"
+#include "cache/journal.h"
 #include "cache/evict.h"
 #include "modules/exports.h"
 #include "proc/events.h"

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache/dict.h"
+#include "cache/journal.h"
 #include "cache/table.h"
 #include "db/wal_ring.h"
 #include "net/resp.h"

@@ -30,7 +30,7 @@
 // needs no order: it computes the same maximum whatever order the records
 // come in. It is right because every write that makes, replaces or
 // removes a key, or changes its expiry, logs a whole record (a fields
-// record is only taken from a Dict write to a live key: cache/dict.h
+// record is only taken from a Dict write to a live key: cache/journal.h
 // DictChange), so the newest whole record starts the key's newest life,
 // and a fields record's expiry is that life's.
 //

@@ -295,30 +295,41 @@ struct Auditor {
     if (slab_live != in_pages) {
       Error(std::to_string(slab_live - in_pages) + " live cells outside every slab page");
     }
-    // Large objects: well-formed runs; a head that no record holds leaked.
-    for (uint32_t g = ah->meta_groups; g < ah->hwm_groups;) {
-      uint32_t e = a.GroupEntry(g);
-      auto k = mem::Arena::EntryKind(e);
-      if (k == mem::GroupKind::kLargeCont) {
-        Error("group " + std::to_string(g) + ": large continuation without its head");
-        ++g;
-        continue;
-      }
-      if (k != mem::GroupKind::kLargeHead) {
-        ++g;
-        continue;
-      }
-      uint32_t n = mem::Arena::EntryRun(e);
-      for (uint32_t i = 1; i < n; ++i) {
-        uint32_t ce = a.GroupEntry(g + i);
-        if (mem::Arena::EntryKind(ce) != mem::GroupKind::kLargeCont || mem::Arena::EntryRun(ce) != i) {
-          Error("group " + std::to_string(g) + ": large run broken at +" + std::to_string(i));
+    // Large objects (mem/large.h): every head's run well formed and its
+    // units used; no used unit outside a run; a head no record holds leaked.
+    uint64_t covered_to = 0;  // units below this belong to the last head's run
+    for (uint32_t g = ah->meta_groups; g < ah->hwm_groups; ++g) {
+      if (mem::Arena::EntryKind(a.GroupEntry(g)) != mem::GroupKind::kLarge) continue;
+      const mem::UnitMasks& m = a.UnitsOf(g);
+      uint64_t used = m.used.load(std::memory_order_relaxed), heads = m.heads.load(std::memory_order_relaxed);
+      if (used == 0) Error("large group " + std::to_string(g) + " with no unit used");
+      if (heads & ~used) Error("large group " + std::to_string(g) + ": a head on an unused unit");
+      for (uint32_t u = 0; u < mem::kUnitsPerGroup; ++u) {
+        uint64_t bit = uint64_t{1} << u, unit = uint64_t{g} * mem::kUnitsPerGroup + u;
+        if (heads & bit) {
+          const auto* lh = reinterpret_cast<const mem::LargeHeader*>(a.base() + unit * mem::kLargeUnit);
+          uint64_t n = lh->units;
+          if (lh->magic.load(std::memory_order_relaxed) != mem::kLargeMagic || n == 0 || unit < covered_to) {
+            Error("large object at unit " + std::to_string(unit) + ": bad header or overlapping run");
+            continue;
+          }
+          covered_to = unit + n;
+          for (uint64_t v = unit; v < unit + n; ++v) {
+            uint32_t vg = static_cast<uint32_t>(v / mem::kUnitsPerGroup);
+            if (vg >= ah->hwm_groups || mem::Arena::EntryKind(a.GroupEntry(vg)) != mem::GroupKind::kLarge ||
+                !((a.UnitsOf(vg).used.load(std::memory_order_relaxed) >> (v % mem::kUnitsPerGroup)) & 1)) {
+              Error("large object at unit " + std::to_string(unit) + ": run broken at +" +
+                    std::to_string(v - unit));
+              break;
+            }
+          }
+          Off head = a.OffOf(a.base() + unit * mem::kLargeUnit + mem::kLargeHdr);
+          if (cells.count(head)) ++r.large_live;
+          else ++r.large_leaked;
+        } else if ((used & bit) && unit >= covered_to) {
+          Error("large unit " + std::to_string(unit) + " used by no object");
         }
       }
-      Off head = a.OffOf(a.base() + size_t{g} * mem::kGroupSize);
-      if (cells.count(head)) ++r.large_live;
-      else ++r.large_leaked;
-      g += n ? n : 1;
     }
   }
 };

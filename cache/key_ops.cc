@@ -105,17 +105,6 @@ Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key, std::stri
   return Status::kOk;
 }
 
-namespace {
-
-// Bytes of the cell that holds `bytes` (a class, or a run of groups).
-uint64_t CellBytes(size_t bytes) {
-  int cls = mem::ClassFor(bytes);
-  if (cls >= 0) return mem::kClassSize[cls];
-  return (bytes + mem::kGroupSize - 1) / mem::kGroupSize * mem::kGroupSize;
-}
-
-}  // namespace
-
 Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t samples, uint64_t* bytes) {
   NoTouch quiet(c);
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -124,7 +113,7 @@ Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t sam
     Status s = GetString(c, t, key, &v, &ri);
     if (s != Status::kOk) return s;
     uint64_t total = sizeof(Bucket) / kSlots + 1 +  // a slot of a bucket and its tag
-                     CellBytes(RecordBytes(ri.type, key.size(), ri.type == kTypeInt ? 8 : v.size()));
+                     mem::CellBytesFor(RecordBytes(ri.type, key.size(), ri.type == kTypeInt ? 8 : v.size()));
     if (!IsTreeValue(ri.type, v)) {
       *bytes = total;
       return Status::kOk;
@@ -149,7 +138,7 @@ Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t sam
           HRandField(c, t, key, static_cast<int64_t>(std::min<uint64_t>(samples, n)), &fv) != Status::kOk) {
         continue;
       }
-      for (const auto& [f, val] : fv) sum += CellBytes(12 + f.size() + val.size());
+      for (const auto& [f, val] : fv) sum += mem::CellBytesFor(12 + f.size() + val.size());
       entries = fv.size();
     } else {
       std::vector<std::string> ms;
@@ -157,11 +146,11 @@ Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t sam
           SRandMember(c, t, key, static_cast<int64_t>(std::min<uint64_t>(samples, n)), &ms) != Status::kOk) {
         continue;
       }
-      for (const auto& m : ms) sum += CellBytes(12 + m.size());
+      for (const auto& m : ms) sum += mem::CellBytesFor(12 + m.size());
       entries = ms.size();
     }
     if (entries == 0) continue;
-    *bytes = total + sum * n / entries + (n / 16 + 1) * CellBytes(24 + 4 * 16);
+    *bytes = total + sum * n / entries + (n / 16 + 1) * mem::CellBytesFor(24 + 4 * 16);
     return Status::kOk;
   }
   return Status::kBusy;

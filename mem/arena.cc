@@ -10,6 +10,7 @@
 
 #include "mem/crash_point.h"
 #include "mem/hugepage.h"
+#include "mem/large.h"
 #include "mem/page.h"
 #include "mem/slab.h"
 
@@ -36,11 +37,11 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
     return nullptr;
   }
   uint32_t ngroups = static_cast<uint32_t>(cap / kGroupSize);
-  // Metadata layout: header | group map | pins | page masks | page class
-  // map | pools | slots | user root.
+  // Metadata layout: header | group map | unit masks | page masks | page
+  // class map | pools | slots | user root.
   size_t group_map_off = 4096;
-  size_t pins_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
-  size_t masks_off = AlignUp(pins_off + ngroups * sizeof(uint32_t), 64);
+  size_t units_off = AlignUp(group_map_off + ngroups * sizeof(uint32_t), 64);
+  size_t masks_off = AlignUp(units_off + ngroups * sizeof(UnitMasks), 64);
   size_t cls_off = AlignUp(masks_off + ngroups * sizeof(uint32_t), 64);
   size_t pools_off = AlignUp(cls_off + size_t{ngroups} * (kGroupSize >> 16), 64);
   size_t slots_off = pools_off;  // SlabMetaBytes covers pools + slots
@@ -92,7 +93,7 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
   h->tier = static_cast<uint8_t>(m.tier);
   h->max_value = o.max_value;
   h->group_map_off = group_map_off;
-  h->pins_off = pins_off;
+  h->units_off = units_off;
   h->page_masks_off = masks_off;
   h->page_cls_off = cls_off;
   h->pools_off = pools_off;
@@ -141,20 +142,16 @@ bool Arena::PopulateLocked(size_t upto) {
 }
 
 uint32_t Arena::RepairGroupsLocked() {
+  uint32_t fixed = RepairLargeLocked(*this) + RepairPagesLocked(*this);
+  // released_bytes moves beside a group map entry, under this lock: a
+  // holder killed between the two left it off by a group. Count it again.
   ArenaHeader* h = hdr();
-  uint32_t freed = 0;
-  uint32_t covered_to = 0;  // groups below this belong to the last head's run
+  uint64_t released = 0;
   for (uint32_t g = h->meta_groups; g < h->hwm_groups; ++g) {
-    uint32_t e = group_map_[g];
-    GroupKind k = EntryKind(e);
-    if (k == GroupKind::kLargeHead) {
-      covered_to = g + EntryRun(e);
-    } else if (k == GroupKind::kLargeCont && g >= covered_to) {
-      __atomic_store_n(group_map_ + g, Entry(GroupKind::kFree, 0), __ATOMIC_RELEASE);
-      ++freed;
-    }
+    released += EntryKind(group_map_[g]) == GroupKind::kReleased ? kGroupSize : 0;
   }
-  return freed + RepairPagesLocked(*this);
+  h->released_bytes.store(released, std::memory_order_relaxed);
+  return fixed;
 }
 
 void Arena::LockGroups() {
@@ -218,27 +215,38 @@ int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {
       }
     }
   }
-  GroupKind cont = kind == GroupKind::kLargeHead ? GroupKind::kLargeCont : kind;
   for (uint32_t i = 1; i < n; ++i) {
     PC_CRASH_POINT();
-    __atomic_store_n(group_map_ + first + i, Entry(cont, i), __ATOMIC_RELEASE);
+    __atomic_store_n(group_map_ + first + i, Entry(kind, i), __ATOMIC_RELEASE);
   }
   PC_CRASH_POINT();
   __atomic_store_n(group_map_ + first, Entry(kind, n), __ATOMIC_RELEASE);
   return first;
 }
 
-void Arena::FreeGroups(uint32_t first) {
+bool Arena::ReadyGroupLocked(uint32_t g) {
   ArenaHeader* h = hdr();
-  LockGroups();
-  uint32_t e = group_map_[first];
-  if (EntryKind(e) != GroupKind::kLargeHead) {
-    Unlock(h->group_lock);
-    return;  // not a large run head: refuse rather than corrupt
+  if (g >= h->ngroups) return false;
+  if (g >= h->hwm_groups) {
+    if (g != h->hwm_groups || !PopulateLocked((size_t{g} + 1) * kGroupSize)) {
+      h->nomem_events.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    PC_CRASH_POINT();
+    h->hwm_groups = g + 1;
+    return true;
   }
-  uint32_t n = EntryRun(e);
-  for (uint32_t g = first; g < first + n; ++g) FreeGroupLocked(g);
-  Unlock(h->group_lock);
+  GroupKind k = EntryKind(group_map_[g]);
+  if (k == GroupKind::kFree) return true;
+  if (k != GroupKind::kReleased) return false;
+  if (!PopulateRange(base_ + size_t{g} * kGroupSize, kGroupSize, tier())) {
+    h->nomem_events.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  h->released_bytes.fetch_sub(kGroupSize, std::memory_order_relaxed);
+  PC_CRASH_POINT();
+  __atomic_store_n(group_map_ + g, Entry(GroupKind::kFree, 0), __ATOMIC_RELEASE);
+  return true;
 }
 
 Off Arena::RegionAlloc(size_t bytes) {

@@ -22,8 +22,9 @@
 // Sizes: `cap` bytes of address space are reserved (arena_cap_mb); the first
 // `commit` bytes (arena_mb) are pre-faulted at start; the populated prefix
 // grows by whole groups under pressure (MADV_POPULATE_WRITE, so a hugetlb
-// shortage is an error code, never a SIGBUS). Freed large-object groups are
-// given back to the kernel (MADV_REMOVE) except on the hugetlb tier.
+// shortage is an error code, never a SIGBUS). Groups that come free (a
+// slab group's last page, a kLarge group's last unit) are given back to the
+// kernel (MADV_REMOVE) except on the hugetlb tier.
 //
 // Links inside the arena are 32-bit offsets in 8-byte units (Off), from the
 // arena base: 32 GiB of reach, bounds-checkable before a lock-free reader
@@ -54,8 +55,10 @@ inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
 // 5: a cell's class comes from its page header, record byte 0 and the top
 // of byte 1 are its access field (cache/record.h, cache/access.h);
 // 6: page draining mark and per-class move counters (automove); the
-// route word carries a change count (cache/internal.h NextRoute)
-inline constexpr uint32_t kArenaLayoutVersion = 6;
+// route word carries a change count (cache/internal.h NextRoute);
+// 7: large objects in runs of 32 KiB units (mem/large.h): unit masks
+// replace the per-group pins, kLarge replaces kLargeHead / kLargeCont
+inline constexpr uint32_t kArenaLayoutVersion = 7;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8
@@ -83,10 +86,20 @@ struct ArenaOptions {
   size_t progress_step = 256u << 20;  // bytes faulted per step (a multiple of kGroupSize)
 };
 
-// Group map entry: kind in the top byte; below it the run length (large
-// heads, continuations: their index in the run) or the page order (kSlab).
-enum class GroupKind : uint8_t { kFree = 0, kMeta, kRegion, kSlab, kLargeHead, kLargeCont,
-                                 kReleased };
+// Group map entry: kind in the top byte; below it the run length (a
+// region run) or the page order (kSlab). A kLarge group is carved in 32 KiB
+// units for large objects (mem/large.h); its unit masks say which.
+enum class GroupKind : uint8_t { kFree = 0, kMeta, kRegion, kSlab, kLarge, kReleased };
+
+// A kLarge group's units (mem/large.h): bit i = unit i (32 KiB at group
+// start + i * 32 KiB). `used`: the unit belongs to a large object; `heads`:
+// an object starts there (its LargeHeader). heads is a subset of used.
+// Written under group_lock only; read lock-free (heads) by ClassifyCell.
+struct UnitMasks {
+  std::atomic<uint64_t> used;
+  std::atomic<uint64_t> heads;
+};
+static_assert(sizeof(UnitMasks) == 16);
 
 // The arena header: first bytes of the mapping. An API: fixed layout.
 struct ArenaHeader {
@@ -110,7 +123,7 @@ struct ArenaHeader {
   uint64_t pools_off;             // SlabPool[kNumClasses]
   uint64_t slots_off;             // ProcSlot[max_procs]
   uint64_t user_off;              // 4 KiB for cache/ (catalog root)
-  uint64_t pins_off;              // u32[ngroups]: readers copying a large object
+  uint64_t units_off;             // UnitMasks[ngroups]: a kLarge group's units
   // -- group allocator (under group_lock) --
   ShmLock group_lock;
   uint32_t hwm_groups;            // groups ever handed out (incl. meta)
@@ -118,7 +131,7 @@ struct ArenaHeader {
                                   // the slab page there, 0 = none (mem/page.h)
   uint32_t region_group;          // region group being carved
   uint32_t region_pos;
-  std::atomic<uint64_t> large_bytes;    // bytes in live large objects
+  std::atomic<uint64_t> large_bytes;    // bytes of live large objects' runs (units x 32 KiB)
   std::atomic<uint64_t> large_objects;
   std::atomic<uint64_t> slab_pages;     // slab pages in use (all classes)
   std::atomic<uint64_t> region_bytes;
@@ -135,7 +148,7 @@ struct ArenaHeader {
 static_assert(std::is_standard_layout_v<ArenaHeader>);
 static_assert(offsetof(ArenaHeader, magic) == 0);
 static_assert(offsetof(ArenaHeader, populated_bytes) % 8 == 0);
-static_assert(offsetof(ArenaHeader, pins_off) == 112);
+static_assert(offsetof(ArenaHeader, units_off) == 112);
 static_assert(offsetof(ArenaHeader, page_masks_off) == 184);
 static_assert(offsetof(ArenaHeader, page_cls_off) == 128);
 static_assert(sizeof(ArenaHeader) <= 640);
@@ -172,7 +185,6 @@ class Arena {
   // Returns the first group index, or -1 when the arena is full.
   int64_t AllocGroups(uint32_t n, GroupKind kind);
   int64_t AllocGroupsLocked(uint32_t n, GroupKind kind);  // group_lock held
-  void FreeGroups(uint32_t first);            // a large run, by its head
   // The group lock for callers in mem/ (slab pages): a dead holder's
   // half-done work is repaired first.
   void LockGroups();
@@ -188,16 +200,19 @@ class Arena {
   }
   // The page class map: one byte per 64 KiB of arena (writes under group_lock).
   uint8_t* PageClassMap() const { return cls_map_; }
-  // group_lock taken over from a dead holder: free continuation groups
-  // that no head covers (an allocation or free killed mid-way).
+  // group_lock taken over from a dead holder: large-object units that no
+  // head covers, and kLarge groups left empty, are freed (an allocation or
+  // a free killed mid-way, mem/large.h); then slab pages (mem/page.h).
   uint32_t RepairGroupsLocked();
   uint32_t GroupEntry(uint32_t g) const {     // atomic read of the group map
     return __atomic_load_n(group_map_ + g, __ATOMIC_ACQUIRE);
   }
-  // Pins of a large object's head group (see slab.h PinLarge).
-  std::atomic<uint32_t>& PinsOf(uint32_t g) const {
-    return reinterpret_cast<std::atomic<uint32_t>*>(base_ + hdr()->pins_off)[g];
-  }
+  // group_lock held: group g (free, released, or the one at the high-water
+  // mark) populated and kFree, ready to be given a kind. False when the
+  // memory cannot be had (counted in nomem_events); nothing changed then.
+  bool ReadyGroupLocked(uint32_t g);
+  // A kLarge group's unit masks (mem/large.h).
+  UnitMasks& UnitsOf(uint32_t g) const { return reinterpret_cast<UnitMasks*>(base_ + hdr()->units_off)[g]; }
   static GroupKind EntryKind(uint32_t e) { return static_cast<GroupKind>(e >> 24); }
   static uint32_t EntryRun(uint32_t e) { return e & 0xFFFFFF; }
 

@@ -25,6 +25,8 @@
 //      like no change to a reader's re-check (cache/internal.h NextRoute)
 //  15  eviction gives up on a sparse table after its few first residues
 //      (cache/evict.cc Sample): spurious -OOM
+//  16  the large repair forgets a run at its group's end (large.cc)
+//  17  a large free gives back a group other objects still use (large.cc)
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

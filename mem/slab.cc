@@ -326,16 +326,8 @@ Status Allocator::Refill(int cls, ClassCache& c) {
 }
 
 Status Allocator::AllocLarge(size_t bytes, Off* out) {
-  ArenaHeader* h = arena_->hdr();
-  if (bytes > h->max_value + kMaxRecordOverhead) return Status::kTooBig;
-  uint32_t n = static_cast<uint32_t>((bytes + kGroupSize - 1) / kGroupSize);
-  int64_t g = arena_->AllocGroups(n, GroupKind::kLargeHead);
-  if (g < 0) return Status::kNoMem;
-  char* p = arena_->base() + size_t(g) * kGroupSize;
-  h->large_bytes.fetch_add(size_t{n} * kGroupSize, std::memory_order_relaxed);
-  h->large_objects.fetch_add(1, std::memory_order_relaxed);
-  *out = arena_->OffOf(p);
-  return Status::kOk;
+  if (bytes > arena_->hdr()->max_value + kMaxRecordOverhead) return Status::kTooBig;
+  return AllocLargeRun(*arena_, bytes, out);
 }
 
 void Allocator::Free(Off cell) {
@@ -439,43 +431,33 @@ void Allocator::Release() {
 
 namespace {
 
-// The head group of a large object, or -1.
-int64_t LargeHead(const Arena& a, Off cell) {
-  size_t byte = size_t{cell} * kUnit;
-  uint32_t g = static_cast<uint32_t>(byte / kGroupSize);
-  if (byte % kGroupSize != 0 || g >= a.hdr()->ngroups ||
-      Arena::EntryKind(a.GroupEntry(g)) != GroupKind::kLargeHead) {
-    return -1;
-  }
-  return g;
+// The header of the large object at `cell`, or nullptr.
+LargeHeader* LargeOf(const Arena& a, Off cell) {
+  return const_cast<LargeHeader*>(LargeAt(a, size_t{cell} * kUnit));
 }
 
-void FreeLargeNow(Arena& a, uint32_t g) {
-  uint32_t e = a.GroupEntry(g);
-  a.hdr()->large_bytes.fetch_sub(size_t{Arena::EntryRun(e)} * kGroupSize);
-  a.hdr()->large_objects.fetch_sub(1);
-  a.FreeGroups(g);
+void FreeLargeNow(Arena& a, Off cell) {
+  if (!FreeLargeRun(a, cell)) std::fprintf(stderr, "perfcached: free of bad large object %u (leaked)\n", cell);
 }
 
 }  // namespace
 
 bool PinLarge(Arena& a, Off cell) {
-  int64_t g = LargeHead(a, cell);
-  if (g < 0) return false;
+  LargeHeader* lh = LargeOf(a, cell);
+  if (lh == nullptr) return false;
   PC_CRASH_POINT();
-  a.PinsOf(static_cast<uint32_t>(g)).fetch_add(1, std::memory_order_acq_rel);
+  lh->pins.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }
 
 void UnpinLarge(Arena& a, Off cell) {
-  int64_t g = LargeHead(a, cell);
-  if (g < 0) return;
-  auto& pins = a.PinsOf(static_cast<uint32_t>(g));
+  LargeHeader* lh = LargeOf(a, cell);
+  if (lh == nullptr) return;
   PC_CRASH_POINT();
-  uint32_t left = pins.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  uint32_t left = lh->pins.fetch_sub(1, std::memory_order_acq_rel) - 1;
   if (left == kPinZombie) {  // freed meanwhile and we were the last reader
     uint32_t z = kPinZombie;
-    if (pins.compare_exchange_strong(z, 0, std::memory_order_acq_rel)) FreeLargeNow(a, static_cast<uint32_t>(g));
+    if (lh->pins.compare_exchange_strong(z, 0, std::memory_order_acq_rel)) FreeLargeNow(a, cell);
   }
 }
 
@@ -483,17 +465,16 @@ void FreeGlobal(Arena& a, Off cell) {
   if (cell == 0) return;
   uint8_t cls = CellClass(a, cell);
   if (cls == kLargeClass) {
-    int64_t g = LargeHead(a, cell);
-    if (g < 0) {
+    LargeHeader* lh = LargeOf(a, cell);
+    if (lh == nullptr) {
       std::fprintf(stderr, "perfcached: free of bad large object %u (leaked)\n", cell);
       return;
     }
-    auto& pins = a.PinsOf(static_cast<uint32_t>(g));
     PC_CRASH_POINT();
-    if (pins.fetch_or(kPinZombie, std::memory_order_acq_rel) != 0) return;  // the last reader frees
+    if (lh->pins.fetch_or(kPinZombie, std::memory_order_acq_rel) != 0) return;  // the last reader frees
     PC_CRASH_POINT();
-    pins.store(0, std::memory_order_release);
-    FreeLargeNow(a, static_cast<uint32_t>(g));
+    lh->pins.store(0, std::memory_order_release);
+    FreeLargeNow(a, cell);
     return;
   }
   if (cls >= kNumClasses) {

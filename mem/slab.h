@@ -17,8 +17,8 @@
 // doubling up to 256 KiB (12.5% steps, <= 11% waste). The fine small steps
 // are what keep a 16-byte key + 100-byte value (136-byte record) in a
 // 136-byte cell instead of the original 1.5x ladder's 192 (see
-// docs/engine.md). Records above 256 KiB take a run of whole 2 MiB groups
-// (the large-object path, CellClass kLargeClass).
+// docs/engine.md). Records above 256 KiB take a run of 32 KiB units, at
+// most 1/8 wasted (mem/large.h; CellClass kLargeClass).
 //
 // Per-process allocation: every process owns one ProcSlot in shm. For each
 // class it holds a *claim*: up to 64 cells of one bitmap word whose bits it
@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "mem/arena.h"
+#include "mem/large.h"
 #include "mem/lock.h"
 #include "mem/page.h"
 #include "mem/status.h"
@@ -202,8 +203,8 @@ inline uint32_t SlotToken(uint32_t slot, uint32_t gen) {
 size_t SlabMetaBytes(uint32_t max_procs);
 
 // What a cell is, from the page class map (mem/page.h) and for a large
-// object the group map (never from the cell itself: its byte 0 is the
-// record's access byte). Lock-free: a stale Off gives the class of the page
+// object the group map, unit masks and run header (mem/large.h; never from
+// the cell itself: its byte 0 is the record's access byte). Lock-free: a stale Off gives the class of the page
 // there now, or kNoClass, never a fault. *bound: bytes a reader may touch
 // from the cell (its class size clipped to its page, or a large object's
 // run), 0 with kNoClass.
@@ -223,10 +224,11 @@ inline __attribute__((always_inline)) uint8_t ClassifyCell(const Arena& a, Off c
     *bound = s <= readable ? s : readable;
     return static_cast<uint8_t>(cls);
   }
-  if (byte % kGroupSize != 0) return kNoClass;
-  uint32_t e = a.GroupEntry(static_cast<uint32_t>(byte / kGroupSize));
-  if (Arena::EntryKind(e) != GroupKind::kLargeHead) return kNoClass;
-  size_t run = size_t{Arena::EntryRun(e)} * kGroupSize;
+  const LargeHeader* lh = LargeAt(a, byte);
+  if (lh == nullptr || lh->magic.load(std::memory_order_acquire) != kLargeMagic) return kNoClass;
+  size_t units = __atomic_load_n(&lh->units, __ATOMIC_RELAXED);
+  if (units == 0) return kNoClass;
+  size_t run = units * kLargeUnit - kLargeHdr;
   *bound = run <= readable ? run : readable;
   return kLargeClass;
 }
@@ -358,6 +360,12 @@ ClassUsage UsageOf(const Arena& a, int cls);
 void UsageAll(const Arena& a, bool exact, ClassUsage out[kNumClasses]);
 // Bytes of cells handed out and not freed, over all slots (cheap).
 uint64_t CellBytesInUse(const Arena& a);
+// Bytes the cell for a record of `bytes` takes: its class size, or a large
+// object's run of units (mem/large.h).
+inline uint64_t CellBytesFor(size_t bytes) {
+  int cls = ClassFor(bytes);
+  return cls >= 0 ? kClassSize[cls] : LargeUnitsFor(bytes) * kLargeUnit;
+}
 // What the data takes (INFO used_memory): cells in use, large objects, the
 // index bytes handed out and the metadata (MetaBytes). Drops when keys go.
 uint64_t UsedMemory(const Arena& a);

@@ -129,9 +129,9 @@ std::string Metrics(proc::ModuleProcContext& pc) {
   o += "perfcached_arena_committed_bytes " + std::to_string(a.committed_bytes()) + "\n";
   Metric(&o, "perfcached_arena_used_bytes", "gauge", "Shared arena: handed out (slab pages, large objects, index).");
   o += "perfcached_arena_used_bytes " + std::to_string(a.used_bytes()) + "\n";
-  Metric(&o, "perfcached_large_objects", "gauge", "Values stored as large objects (whole 2 MiB groups).");
+  Metric(&o, "perfcached_large_objects", "gauge", "Values stored as large objects (runs of 32 KiB units, above 256 KiB).");
   o += "perfcached_large_objects " + std::to_string(a.hdr()->large_objects.load()) + "\n";
-  Metric(&o, "perfcached_large_object_bytes", "gauge", "Bytes of the live large objects.");
+  Metric(&o, "perfcached_large_object_bytes", "gauge", "Bytes of the live large objects' runs.");
   o += "perfcached_large_object_bytes " + std::to_string(a.hdr()->large_bytes.load()) + "\n";
   Metric(&o, "perfcached_used_memory_bytes", "gauge", "What the data takes (INFO used_memory).");
   o += "perfcached_used_memory_bytes " + std::to_string(mem::UsedMemory(a)) + "\n";

@@ -383,7 +383,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         mem::Arena& a = e->pc.ctx->arena;
         const mem::ArenaHeader& h = *a.hdr();
         Json kinds = Json::object();
-        const char* names[] = {"free", "meta", "region", "slab", "large", "large", "released"};
+        const char* names[] = {"free", "meta", "region", "slab", "large", "released"};  // mem::GroupKind
         for (uint32_t g = 0; g < h.hwm_groups; ++g) {
           auto k = static_cast<size_t>(mem::Arena::EntryKind(a.GroupEntry(g)));
           if (k < std::size(names)) kinds[names[k]] = kinds.value(names[k], 0) + 1;
@@ -391,6 +391,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         Json classes = Json::array();
         std::vector<mem::ClassUsage> all(mem::kNumClasses);
         mem::UsageAll(a, /*exact=*/true, all.data());
+        mem::LargeUsage lu = mem::LargeUsageOf(a);
         for (int c = 0; c < mem::kNumClasses; ++c) {
           const mem::SlabPool* p = mem::PoolAt(a, c);
           const mem::ClassUsage& u = all[c];
@@ -417,6 +418,12 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"groups_2mb", kinds},
                                  {"large_objects", h.large_objects.load()},
                                  {"large_bytes", h.large_bytes.load()},
+                                 {"large", Json{{"objects", lu.objects},
+                                                {"unit_bytes", mem::kLargeUnit},
+                                                {"units", lu.units},
+                                                {"groups", lu.groups},
+                                                {"free_bytes", (lu.groups * mem::kUnitsPerGroup - lu.units) *
+                                                                   mem::kLargeUnit}}},
                                  {"slab_pages", h.slab_pages.load()},
                                  {"groups_returned", h.groups_returned.load()},
                                  {"cell_bytes_in_use", mem::CellBytesInUse(a)},

@@ -620,6 +620,20 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
     for (auto& x : big) (void)c.alloc.Alloc(60000, &x);
     for (auto x : big) c.alloc.Free(x);
     c.alloc.FlushToGlobal();
+    // large objects as runs of units (mem/large.h): several sharing a
+    // group, one spanning groups, frees in the middle and the hole reused
+    std::vector<mem::Off> runs(5, 0);
+    const size_t sizes[] = {300u << 10, 700u << 10, (2u << 20) + 12345, 290u << 10, 1u << 20};
+    for (size_t i = 0; i < runs.size(); ++i) (void)c.alloc.Alloc(sizes[i], &runs[i]);
+    c.alloc.Free(runs[1]);
+    (void)c.alloc.Alloc(400u << 10, &runs[1]);
+    // a pinned object freed: the last reader's unpin frees it (zombie)
+    if (mem::PinLarge(c.arena, runs[2])) {
+      mem::FreeGlobal(c.arena, runs[2]);
+      mem::UnpinLarge(c.arena, runs[2]);
+      runs[2] = 0;
+    }
+    for (auto x : runs) c.alloc.Free(x);
   }
   // collections: create, fill, flush, rename, resize, drop
   cache::TableRef tt;

@@ -282,6 +282,79 @@ class MemoryCommand(unittest.TestCase):
 OOM_MSG = "OOM command not allowed when used memory > 'maxmemory'."
 
 
+class LargeValues(unittest.TestCase):
+    """Issue 10 part 3: values above the largest class (256 KiB) take runs of
+    32 KiB units, at most 1/8 wasted, packed into shared groups; a value
+    spanning groups reads back whole; FLUSHALL gives every group back."""
+
+    KIB300 = 300 << 10
+
+    def setUp(self):
+        self.d = Daemon(workers=1, arena_mb=ARENA_MB)
+        self.r = redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=30)
+
+    def tearDown(self):
+        self.r.close()
+        self.assertEqual(self.d.stop(), 0, self.d.read_log()[-2000:])
+
+    def fill(self, prefix, size, cap=2000):
+        """SETs of `size` bytes until -OOM; returns how many were stored."""
+        n = 0
+        while n < cap:
+            try:
+                self.r.set(b"%s%d" % (prefix, n), value(n, size))
+            except redis.ResponseError as e:
+                self.assertIn("OOM", str(e))
+                return n
+            n += 1
+        self.fail("%d SETs of %d bytes fitted in a %d MiB arena" % (cap, size, ARENA_MB))
+
+    def test_300k_values_pack_with_at_most_an_eighth_wasted(self):
+        r = self.r
+        stored = self.fill(b"L:", self.KIB300)
+        dump = mi_call(self.d, "mem_shm_dump")
+        large = dump["large"]
+        groups = dump["groups_2mb"]
+        msg = ("%d values of 300 KiB in a %d MiB arena; large: %s; groups: %s"
+               % (stored, ARENA_MB, large, groups))
+        print("\n  " + msg)
+        self.assertEqual(r.dbsize(), stored)
+        self.assertEqual(large["objects"], stored, msg)
+        # each record (header, key, 300 KiB) in 10 units of 32 KiB: 1/15 waste
+        self.assertEqual(dump["large_bytes"], stored * 10 * 32768, msg)
+        self.assertLessEqual(dump["large_bytes"] - stored * self.KIB300, stored * self.KIB300 // 8, msg)
+        # packed: the arena's large groups have no hole a value would fit in
+        self.assertLess(large["free_bytes"], 10 * 32768, msg)
+        # whole 2 MiB groups (the old path) held one value each: 6x fewer
+        self.assertGreaterEqual(stored, 6 * large["groups"] - 1, msg)
+        for i in sorted({0, 1, stored // 2, stored - 1}):
+            self.assertEqual(r.get(b"L:%d" % i), value(i, self.KIB300), "key %d" % i)
+        usage = r.memory_usage(b"L:0")
+        self.assertTrue(self.KIB300 <= usage <= self.KIB300 * 9 // 8, usage)
+        # FLUSHALL: every large group goes back, for any use
+        self.assertTrue(r.flushall())
+        dump = mi_call(self.d, "mem_shm_dump")
+        self.assertEqual(dump["large"]["groups"], 0, dump["large"])
+        self.assertEqual(dump["large_objects"], 0)
+        self.assertGreaterEqual(self.fill(b"s:", 1000, cap=200000), 0.9 * stored * self.KIB300 / 1100)
+
+    def test_values_spanning_groups_read_back_whole(self):
+        r = self.r
+        sizes = [(256 << 10) + 1, 3 << 20, (1 << 20) + 7, (5 << 20) + 3, 290 << 10]
+        for i, n in enumerate(sizes):
+            self.assertTrue(r.set(b"S:%d" % i, value(i, n)))
+        for i, n in enumerate(sizes):
+            self.assertEqual(r.get(b"S:%d" % i), value(i, n), "size %d" % n)
+            self.assertEqual(r.strlen(b"S:%d" % i), n)
+        # overwrite with another size, delete some: the rest stay whole
+        r.set(b"S:1", value(9, 700 << 10))
+        r.delete(b"S:0", b"S:3")
+        self.assertEqual(r.get(b"S:1"), value(9, 700 << 10))
+        self.assertEqual(r.get(b"S:2"), value(2, (1 << 20) + 7))
+        self.assertEqual(r.get(b"S:4"), value(4, 290 << 10))
+        self.assertEqual(mi_call(self.d, "mem_shm_dump")["large"]["objects"], 3)
+
+
 class Eviction(unittest.TestCase):
     """maxmemory and the eight policies (docs/memory.md): what each evicts
     and what it keeps."""

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mem/arena.h"
+#include "mem/large.h"
 #include "mem/slab.h"
 #include "test/unit/mem/mem_fixture.h"
 // CppUTest last: its operator-new macros must not meet the standard headers.
@@ -144,30 +145,25 @@ TEST(Arena, AllocGroupsBadCounts) {
   CHECK_EQUAL(1, a->AllocGroups(7, GroupKind::kRegion));     // exactly all
 }
 
-TEST(Arena, LargeRunMapEntriesFreeAndReuse) {
+TEST(Arena, GroupRunMapEntriesFreeAndReuse) {
   a = memtest::MakeArena(8, 16);
-  int64_t h = a->AllocGroups(3, GroupKind::kLargeHead);
+  int64_t h = a->AllocGroups(3, GroupKind::kRegion);
   CHECK_EQUAL(1, h);
   uint32_t g = static_cast<uint32_t>(h);
-  CHECK(KindOf(*a, g) == GroupKind::kLargeHead);
+  CHECK(KindOf(*a, g) == GroupKind::kRegion);
   CHECK_EQUAL(3u, RunOf(*a, g));
-  CHECK(KindOf(*a, g + 1) == GroupKind::kLargeCont);
+  CHECK(KindOf(*a, g + 1) == GroupKind::kRegion);
   CHECK_EQUAL(1u, RunOf(*a, g + 1));
-  CHECK(KindOf(*a, g + 2) == GroupKind::kLargeCont);
+  CHECK(KindOf(*a, g + 2) == GroupKind::kRegion);
   CHECK_EQUAL(2u, RunOf(*a, g + 2));
   int64_t after = a->AllocGroups(1, GroupKind::kRegion);
   CHECK_EQUAL(4, after);
   std::memset(a->At(GroupOff(g)), 0xab, 3 * kGroupSize);
 
-  // Only a run head may be freed: a continuation or another kind is refused.
-  a->FreeGroups(g + 1);
-  CHECK(KindOf(*a, g + 1) == GroupKind::kLargeCont);
-  a->FreeGroups(4);
-  CHECK(KindOf(*a, 4) == GroupKind::kRegion);
-  CHECK_EQUAL(0u, a->hdr()->released_bytes.load());
-
   size_t used = a->used_bytes(), committed = a->committed_bytes();
-  a->FreeGroups(g);
+  a->LockGroups();
+  for (uint32_t i = g; i < g + 3; ++i) a->FreeGroupLocked(i);
+  a->UnlockGroups();
   // Tier small: the memory goes back to the kernel.
   for (uint32_t i = g; i < g + 3; ++i) {
     CHECK(KindOf(*a, i) == GroupKind::kReleased);
@@ -177,8 +173,6 @@ TEST(Arena, LargeRunMapEntriesFreeAndReuse) {
   CHECK_EQUAL(used - 3 * kGroupSize, a->used_bytes());
   CHECK_EQUAL(committed - 3 * kGroupSize, a->committed_bytes());
   CHECK_EQUAL(0, a->At(GroupOff(g))[100]);  // MADV_REMOVE: reads back zero
-  a->FreeGroups(g);                         // twice: refused, nothing changes
-  CHECK_EQUAL(3 * kGroupSize, a->hdr()->released_bytes.load());
 
   // First fit reuses the freed run, re-faulting the groups it takes.
   int64_t r = a->AllocGroups(2, GroupKind::kSlab);
@@ -232,10 +226,12 @@ TEST(Arena, RegionAllocZeroedAlignedDistinct) {
 
 TEST(Arena, RegionAllocReusesFreedLargeGroupZeroed) {
   a = memtest::MakeArena(8, 16);
-  int64_t h = a->AllocGroups(2, GroupKind::kLargeHead);
+  Off big;
+  CHECK(mem::AllocLargeRun(*a, (4u << 20) - 2 * mem::kLargeHdr, &big) == mem::Status::kOk);  // 2 groups
+  int64_t h = static_cast<int64_t>(size_t{big} * mem::kUnit / kGroupSize);
   CHECK(h > 0);
-  std::memset(a->At(GroupOff(static_cast<uint32_t>(h))), 0x77, 2 * kGroupSize);
-  a->FreeGroups(static_cast<uint32_t>(h));
+  std::memset(a->At(big), 0x77, (4u << 20) - 2 * mem::kLargeHdr);
+  CHECK(mem::FreeLargeRun(*a, big));
   Off o = a->RegionAlloc(3u << 20);  // takes the freed run back
   CHECK_EQUAL(GroupOff(static_cast<uint32_t>(h)), o);
   const char* p = a->At(o);

@@ -111,8 +111,9 @@ TEST(MemLayout, FreshArenaHeader) {
   CHECK_EQUAL(0u, mem::LockHolder(h->group_lock));
   // Metadata blocks: in order, aligned, inside the meta groups.
   CHECK_EQUAL(4096u, h->group_map_off);
-  CHECK(h->pins_off >= h->group_map_off + h->ngroups * sizeof(uint32_t));
-  CHECK(h->page_masks_off >= h->pins_off + h->ngroups * sizeof(uint32_t));
+  CHECK(h->units_off >= h->group_map_off + h->ngroups * sizeof(uint32_t));
+  CHECK_EQUAL(0u, h->units_off % 64);
+  CHECK(h->page_masks_off >= h->units_off + h->ngroups * sizeof(mem::UnitMasks));
   CHECK(h->pools_off >= h->page_masks_off + h->ngroups * sizeof(uint32_t));
   CHECK_EQUAL(0u, h->pools_off % 64);
   CHECK_EQUAL(h->pools_off + sizeof(SlabPool) * mem::kNumClasses, h->slots_off);

@@ -303,48 +303,188 @@ TEST(SlabAllocator, DoubleFreeIsRefused) {
   CHECK(y != x);  // x is behind the claim's cells
 }
 
+// Where a large object's run starts (its header), in units from the base.
+uint64_t UnitOf(Off cell) { return (size_t{cell} * mem::kUnit - mem::kLargeHdr) / mem::kLargeUnit; }
+
 TEST(SlabAllocator, LargeObjects) {
   Allocator al(*a, 0);
   mem::ArenaHeader* h = a->hdr();
-  Off x, y;
+  Off x, y, z;
+  // Just above the top class: 9 units (288 KiB), the header before the record.
   CHECK(al.Alloc(mem::kMaxCell + 1, &x) == Status::kOk);
   CHECK_EQUAL(mem::kLargeClass, ClassByte(*a, x));
-  CHECK_EQUAL(0u, size_t{x} * mem::kUnit % kGroupSize);
-  CHECK_EQUAL(kGroupSize, mem::CellBound(*a, x));
-  CHECK(KindAt(*a, x) == GroupKind::kLargeHead);
+  CHECK_EQUAL(mem::kLargeHdr, size_t{x} * mem::kUnit % mem::kLargeUnit);
+  CHECK_EQUAL(9 * mem::kLargeUnit - mem::kLargeHdr, mem::CellBound(*a, x));
+  CHECK(KindAt(*a, x) == GroupKind::kLarge);
+  // 3 MiB: 97 units, right after x, into the next group (contiguous).
   CHECK(al.Alloc(3u << 20, &y) == Status::kOk);
-  CHECK_EQUAL(mem::kLargeClass, ClassByte(*a, y));
-  CHECK_EQUAL(0u, size_t{y} * mem::kUnit % kGroupSize);
-  CHECK_EQUAL(2 * kGroupSize, mem::CellBound(*a, y));
+  CHECK_EQUAL(UnitOf(x) + 9, UnitOf(y));
+  CHECK_EQUAL(97 * mem::kLargeUnit - mem::kLargeHdr, mem::CellBound(*a, y));
   CHECK(mem::CellBound(*a, y) >= (3u << 20));
-  uint32_t gy = static_cast<uint32_t>(size_t{y} * mem::kUnit / kGroupSize);
-  CHECK_EQUAL(2u, Arena::EntryRun(a->GroupEntry(gy)));
-  CHECK(Arena::EntryKind(a->GroupEntry(gy + 1)) == GroupKind::kLargeCont);
+  uint32_t gy = static_cast<uint32_t>(UnitOf(y) / mem::kUnitsPerGroup);
+  CHECK(Arena::EntryKind(a->GroupEntry(gy + 1)) == GroupKind::kLarge);
   CHECK_EQUAL(2u, h->large_objects.load());
-  CHECK_EQUAL(3 * kGroupSize, h->large_bytes.load());
+  CHECK_EQUAL((9 + 97) * mem::kLargeUnit, h->large_bytes.load());
   std::memset(a->At(y) + 1, 0x33, (3u << 20) - 1);  // the whole object is writable
+  CHECK_EQUAL(9 * mem::kLargeUnit - mem::kLargeHdr, mem::CellBound(*a, x));  // x's header intact
+  // A small large object fills the hole the 3 MiB one left in its last group.
+  CHECK(al.Alloc(400u << 10, &z) == Status::kOk);
+  CHECK_EQUAL(UnitOf(y) + 97, UnitOf(z));
+  // Inside a run is no cell, nor is the header.
+  CHECK_EQUAL(mem::kNoClass, mem::CellClass(*a, static_cast<Off>(x + mem::kLargeUnit / mem::kUnit)));
+  CHECK_EQUAL(mem::kNoClass, mem::CellClass(*a, static_cast<Off>(x - mem::kLargeHdr / mem::kUnit)));
 
   al.Free(x);
-  CHECK_EQUAL(1u, h->large_objects.load());
+  CHECK_EQUAL(2u, h->large_objects.load());
+  CHECK(Arena::EntryKind(a->GroupEntry(gy)) == GroupKind::kLarge);  // y still uses it
   mem::FreeGlobal(*a, y);  // the global path frees large objects the same way
+  al.Free(z);
   CHECK_EQUAL(0u, h->large_objects.load());
   CHECK_EQUAL(0u, h->large_bytes.load());
   // Tier small: the groups are given back, not just marked free.
   CHECK(a->tier() != mem::Tier::kHugetlb);
-  CHECK(KindAt(*a, x) == GroupKind::kReleased);
   CHECK(Arena::EntryKind(a->GroupEntry(gy)) == GroupKind::kReleased);
   CHECK(Arena::EntryKind(a->GroupEntry(gy + 1)) == GroupKind::kReleased);
-  CHECK_EQUAL(3 * kGroupSize, h->released_bytes.load());
+  CHECK_EQUAL(2 * kGroupSize, h->released_bytes.load());
+  CHECK_EQUAL(0u, mem::LargeUsageOf(*a).groups);
   // Nothing went to a slab class.
   for (int c = 0; c < kNumClasses; ++c) {
     CHECK_EQUAL(0u, mem::PoolAt(*a, c)->pages.load());
     CHECK_EQUAL(0u, mem::SlotAt(*a, 0)->cls[c].mask);
   }
   // The space is reused.
-  Off z;
-  CHECK(al.Alloc(4u << 20, &z) == Status::kOk);
-  CHECK_EQUAL(x, z);  // first fit: the two released groups starting at x
+  Off w;
+  CHECK(al.Alloc(4u << 20, &w) == Status::kOk);
+  CHECK_EQUAL(x, w);  // first fit: the released groups from x on (129 units: 3 groups)
   CHECK_EQUAL(1u, h->large_objects.load());
+}
+
+// First fit over the unit masks: holes are filled in address order by the
+// first that is big enough; a run goes on from one group's free tail into
+// the next group.
+TEST(SlabAllocator, LargeObjectsFirstFitFillsHoles) {
+  Allocator al(*a, 0);
+  auto bytes = [](uint64_t units) { return units * mem::kLargeUnit - mem::kLargeHdr; };
+  // (9 units is the smallest large object: 8 and below fit the top class)
+  const uint64_t units[] = {9, 9, 10, 9, 19};  // 56 units of the first data group
+  Off o[5];
+  for (int i = 0; i < 5; ++i) CHECK(al.Alloc(bytes(units[i]), &o[i]) == Status::kOk);
+  uint64_t g0 = UnitOf(o[0]);
+  CHECK_EQUAL(0u, g0 % mem::kUnitsPerGroup);
+  CHECK_EQUAL(g0 + 37, UnitOf(o[4]));
+  al.Free(o[1]);  // a 9-unit hole at +9
+  al.Free(o[4]);  // 27 free units from +37 to the group's end
+  Off p;
+  CHECK(al.Alloc(bytes(10), &p) == Status::kOk);
+  CHECK_EQUAL(g0 + 37, UnitOf(p));  // the 9-unit hole is too small
+  CHECK(al.Alloc(bytes(9), &p) == Status::kOk);
+  CHECK_EQUAL(g0 + 9, UnitOf(p));
+  CHECK(al.Alloc(bytes(9), &p) == Status::kOk);
+  CHECK_EQUAL(g0 + 47, UnitOf(p));
+  CHECK(al.Alloc(bytes(12), &p) == Status::kOk);
+  CHECK_EQUAL(g0 + 56, UnitOf(p));  // the group's 8 last units, on into the next group
+  CHECK(al.Alloc(bytes(70), &p) == Status::kOk);
+  CHECK_EQUAL(g0 + 68, UnitOf(p));  // the rest of the second group, on into the third
+  CHECK(al.Alloc(bytes(9), &p) == Status::kOk);
+  CHECK_EQUAL(g0 + 138, UnitOf(p));  // right after it, in the third group
+  std::memset(a->At(p), 1, bytes(9));
+}
+
+// Issue 10 part 3: a large object wastes at most 1/8 of its record, and
+// objects of one size pack a group with no more slack than that.
+TEST(SlabAllocator, LargeObjectsWasteAtMostAnEighth) {
+  Allocator al(*a, 0);
+  uint64_t seed = 7;
+  for (int i = 0; i < 2000; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    size_t bytes = mem::kMaxCell + 1 + (seed >> 33) % (8u << 20);
+    if (i < 64) bytes = mem::kMaxCell + 1 + static_cast<size_t>(i) * 511;  // the worst end
+    uint64_t cell = mem::CellBytesFor(bytes);
+    CHECK(cell >= bytes + mem::kLargeHdr);
+    CHECK_TEXT((cell - bytes) * 8 <= bytes, ("waste above 1/8 at " + std::to_string(bytes)).c_str());
+  }
+  // 300 KiB records: 10 units each, 6 in 3 groups... as many as the units allow.
+  mem::ArenaHeader* h = a->hdr();
+  std::vector<Off> objs;
+  Off o;
+  while (al.Alloc(300u << 10, &o) == Status::kOk) {
+    objs.push_back(o);
+    if (objs.size() > 1000) break;
+  }
+  size_t data_groups = h->ngroups - h->meta_groups;
+  CHECK_EQUAL(data_groups * mem::kUnitsPerGroup / 10, objs.size());  // whole groups held 1 each before
+  CHECK(AllDistinct(objs));
+  for (size_t i = 0; i < objs.size(); ++i) std::memset(a->At(objs[i]), static_cast<int>(i), 300u << 10);
+  for (size_t i = 0; i < objs.size(); ++i) {
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(a->At(objs[i]));
+    CHECK(p[0] == static_cast<unsigned char>(i) && p[(300u << 10) - 1] == static_cast<unsigned char>(i));
+  }
+  for (Off x : objs) al.Free(x);
+  CHECK_EQUAL(0u, h->large_bytes.load());
+}
+
+// Random sizes, random frees: runs never overlap, every byte keeps what was
+// written, the masks stay exactly the union of the runs, and it all goes back.
+TEST(SlabAllocator, LargeObjectsChurn) {
+  Allocator al(*a, 0);
+  struct Obj {
+    Off off;
+    size_t bytes;
+    unsigned char fill;
+  };
+  std::vector<Obj> live;
+  uint64_t seed = 11;
+  auto rnd = [&] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  size_t refused = 0;
+  for (int step = 0; step < 600; ++step) {
+    if (!live.empty() && (rnd() % 3 == 0 || live.size() > 20)) {
+      size_t k = rnd() % live.size();
+      const Obj& ob = live[k];
+      const unsigned char* p = reinterpret_cast<const unsigned char*>(a->At(ob.off));
+      size_t bad = 0;
+      for (size_t i = 0; i < ob.bytes; i += 4093) bad += p[i] != ob.fill;
+      bad += p[ob.bytes - 1] != ob.fill;
+      CHECK_EQUAL(0u, bad);
+      al.Free(ob.off);
+      live.erase(live.begin() + static_cast<long>(k));
+      continue;
+    }
+    size_t bytes = mem::kMaxCell + 1 + rnd() % (rnd() % 4 == 0 ? (5u << 20) : (1u << 20));
+    Off o;
+    if (al.Alloc(bytes, &o) != Status::kOk) {
+      ++refused;
+      continue;
+    }
+    CHECK(mem::CellBound(*a, o) >= bytes);
+    unsigned char fill = static_cast<unsigned char>(step);
+    std::memset(a->At(o), fill, bytes);
+    live.push_back({o, bytes, fill});
+    // The masks are the union of the runs.
+    std::vector<uint64_t> want(a->hdr()->ngroups), heads(a->hdr()->ngroups);
+    for (const Obj& ob : live) {
+      uint64_t s = UnitOf(ob.off), n = mem::LargeUnitsFor(ob.bytes);
+      heads[s / 64] |= uint64_t{1} << (s % 64);
+      for (uint64_t v = s; v < s + n; ++v) want[v / 64] |= uint64_t{1} << (v % 64);
+    }
+    size_t wrong = 0;
+    for (uint32_t g = a->hdr()->meta_groups; g < a->hdr()->hwm_groups; ++g) {
+      bool large = Arena::EntryKind(a->GroupEntry(g)) == GroupKind::kLarge;
+      wrong += (large ? a->UnitsOf(g).used.load() : 0) != want[g];
+      wrong += (large ? a->UnitsOf(g).heads.load() : 0) != heads[g];
+    }
+    CHECK_EQUAL(0u, wrong);
+  }
+  CHECK(refused < 300);
+  for (const Obj& ob : live) {
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(a->At(ob.off));
+    CHECK(p[0] == ob.fill && p[ob.bytes - 1] == ob.fill);
+    al.Free(ob.off);
+  }
+  CHECK_EQUAL(0u, a->hdr()->large_objects.load());
+  CHECK_EQUAL(0u, mem::LargeUsageOf(*a).groups);
 }
 
 TEST(SlabAllocator, TooBig) {
@@ -361,9 +501,9 @@ TEST(SlabAllocator, TooBig) {
   CHECK_EQUAL(0u, a->hdr()->large_objects.load());
   CHECK_EQUAL(size_t{a->hdr()->meta_groups} * kGroupSize, a->used_bytes());
   CHECK(al.Alloc(max, &o) == Status::kOk);
-  CHECK_EQUAL(2 * kGroupSize, mem::CellBound(*a, o));
+  CHECK_EQUAL(129 * mem::kLargeUnit - mem::kLargeHdr, mem::CellBound(*a, o));  // 4 MiB + the header
   CHECK(al.Alloc(max + 1, &o) == Status::kOk);  // within the allowance
-  CHECK_EQUAL(3 * kGroupSize, mem::CellBound(*a, o));
+  CHECK_EQUAL(129 * mem::kLargeUnit - mem::kLargeHdr, mem::CellBound(*a, o));
 }
 
 // cache/ops.cc admits a key of kMaxKey bytes with a value of max_value bytes;

@@ -6,6 +6,7 @@
 
 #include "mem/canary.h"
 #include "mem/crash_point.h"
+#include "mem/slab.h"
 
 namespace mem {
 namespace {
@@ -206,6 +207,16 @@ uint32_t RepairLargeLocked(Arena& a) {
   h->large_objects.store(u.objects, std::memory_order_relaxed);
   h->large_bytes.store(u.units * kLargeUnit, std::memory_order_relaxed);
   return freed;
+}
+
+uint8_t ClassifyLarge(const Arena& a, size_t byte, size_t readable, size_t* bound) {
+  const LargeHeader* lh = LargeAt(a, byte);
+  if (lh == nullptr || lh->magic.load(std::memory_order_acquire) != kLargeMagic) return kNoClass;
+  size_t units = __atomic_load_n(&lh->units, __ATOMIC_RELAXED);
+  if (units == 0) return kNoClass;
+  size_t run = units * kLargeUnit - kLargeHdr;
+  *bound = run <= readable ? run : readable;
+  return kLargeClass;
 }
 
 LargeUsage LargeUsageOf(const Arena& a) {

@@ -202,6 +202,11 @@ inline uint32_t SlotToken(uint32_t slot, uint32_t gen) {
 // Metadata sizing/initialisation, used by Arena::Create.
 size_t SlabMetaBytes(uint32_t max_procs);
 
+// ClassifyCell's rare branch, out of line (mem/large.cc) so that the read
+// path's inlined slab branch stays as small as it was: kLargeClass and
+// *bound, or kNoClass.
+[[gnu::cold]] uint8_t ClassifyLarge(const Arena& a, size_t byte, size_t readable, size_t* bound);
+
 // What a cell is, from the page class map (mem/page.h) and for a large
 // object the group map, unit masks and run header (mem/large.h; never from
 // the cell itself: its byte 0 is the record's access byte). Lock-free: a stale Off gives the class of the page
@@ -224,13 +229,7 @@ inline __attribute__((always_inline)) uint8_t ClassifyCell(const Arena& a, Off c
     *bound = s <= readable ? s : readable;
     return static_cast<uint8_t>(cls);
   }
-  const LargeHeader* lh = LargeAt(a, byte);
-  if (lh == nullptr || lh->magic.load(std::memory_order_acquire) != kLargeMagic) return kNoClass;
-  size_t units = __atomic_load_n(&lh->units, __ATOMIC_RELAXED);
-  if (units == 0) return kNoClass;
-  size_t run = units * kLargeUnit - kLargeHdr;
-  *bound = run <= readable ? run : readable;
-  return kLargeClass;
+  return ClassifyLarge(a, byte, readable, bound);
 }
 
 // Cell bound as seen by a lock-free reader: bytes readable from the cell

@@ -214,7 +214,11 @@ TEST(Access, AllKeysLruEvictsTheLongestIdle) {
   CHECK(cache::CollectionInfoOf(*c, t, &after));
   CHECK_EQUAL(before.stats[cache::kStatEvicted] + 100, after.stats[cache::kStatEvicted]);
   CHECK_EQUAL(before.stats[cache::kStatRemoves], after.stats[cache::kStatRemoves]);
-  CHECK_EQUAL(0, 200 - [&] {
+  // The read half lost exactly the evictions that did not hit the idle half
+  // (sampling may pick 5 read keys: up to 5 of 100 allowed above). This
+  // said 0, contradicting the allowance, and failed once in an ASan run of
+  // the whole unit suite (2026-12-02).
+  CHECK_EQUAL(100 - idle, 200 - [&] {
     int n = 0;
     for (int i = 0; i < 200; ++i) n += cache::Probe(*c, t, testing::Key(i), nullptr) == Status::kOk;
     return n;

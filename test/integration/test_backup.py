@@ -40,9 +40,15 @@ def fill(r, n=3000):
         p.execute()
 
 
+class Snapshot(dict):
+    """What snapshot() read, and when it began reading (time.monotonic())."""
+    at = 0.0
+
+
 def snapshot(port):
     """Every key of DBS: (type, value, ttl)."""
-    out = {}
+    out = Snapshot()
+    out.at = time.monotonic()
     for db in DBS:
         c = redis.Redis(port=port, db=db)
         for k in c.scan_iter(count=500):
@@ -53,16 +59,19 @@ def snapshot(port):
 
 
 def same(test, got, want):
-    """The same keys, types and values; a TTL at most 30 s shorter (the
-    time between the reads), none where there was none."""
+    """The same keys, types and values; a TTL shorter by at most the time
+    since `want` was read (and never less than 30 s of slack), none where
+    there was none. (A fixed 30 s failed once: a test that dumps, restores
+    and goes through redis-server took 31 s under a loaded make check.)"""
     test.assertEqual(set(got), set(want))
+    slack = max(30, int(time.monotonic() - want.at) + 2)
     for k, (t, v, ttl) in want.items():
         g = got[k]
         test.assertEqual(g[:2], (t, v), k)
         if ttl < 0:
             test.assertEqual(g[2], ttl, k)
         else:
-            test.assertTrue(ttl - 30 <= g[2] <= ttl, (k, g[2], ttl))
+            test.assertTrue(ttl - slack <= g[2] <= ttl, (k, g[2], ttl, slack))
 
 
 def tool(*args, env=None, timeout=120):

@@ -116,7 +116,7 @@ uint64_t AgeAccessStep(Ctx& c, uint64_t* cursor, uint32_t budget) {
         Bucket* b = BucketAt(a, h, idx);
         if (!b || Used(TagsHi(*b)) == 0) continue;
         LockBucket(c, h, idx, *b);
-        uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+        uint32_t used = UsedOf(*b);
         for (uint32_t i = 0; i < used; ++i) age(SlotAt(*b, static_cast<int>(i)));
         PC_CRASH_POINT();
         mem::Unlock(b->lock);
@@ -127,9 +127,9 @@ uint64_t AgeAccessStep(Ctx& c, uint64_t* cursor, uint32_t budget) {
         Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
         for (uint32_t i = 0; i < kOvfHeads; ++i) {
           uint32_t guard = 1u << 16;
-          for (Off node = mem::LoadRelaxed32(&heads[i]); node != 0 && guard-- > 0;
-               node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
-            age(mem::LoadRelaxed32(a.At(node) + kNodeRec));
+          for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
+               node = mem::LoadOff(a.At(node) + kNodeNext)) {
+            age(mem::LoadOff(a.At(node) + kNodeRec));
           }
         }
         mem::Unlock(h.ovf.lock);

@@ -95,10 +95,11 @@ struct Auditor {
     if (b.seq.load(std::memory_order_acquire) & 1) Error(where + ": odd seqlock");
     uint32_t used = Used(TagsHi(b));
     bool reachable = idx < RouteBuckets(route);
-    if (used > static_cast<uint32_t>(kSlots)) {
+    if (used > static_cast<uint32_t>(kLive)) {
       Error(where + ": used " + std::to_string(used));
-      used = kSlots;
+      used = kLive;
     }
+    if (JournalDst(TagsHi(b)) != 0) Error(where + ": a slot copy left in flight");
     if (!reachable && used != 0) Error(where + ": unreachable bucket holds " + std::to_string(used));
     uint32_t hint = 0;
     if (uint32_t* hp = HintAt(a, h, idx)) hint = mem::LoadRelaxed32(hp);
@@ -138,14 +139,14 @@ struct Auditor {
     std::string key;
     for (uint32_t j = 0; j < kOvfHeads && h.ovf.heads != 0; ++j) {
       uint32_t guard = 1u << 20;
-      for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0; --guard) {
+      for (Off node = mem::LoadOff(&heads[j]); node != 0; --guard) {
         if (guard == 0 || mem::CellBound(a, node) < kNodeBytes) {
           Error(tn + " overflow: broken chain at head " + std::to_string(j));
           break;
         }
         ++nodes;
         Mark(node, 1, "overflow node");
-        Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+        Off rec = mem::LoadOff(a.At(node) + kNodeRec);
         uint8_t type;
         int64_t exp;
         if (!Record(rec, &key, &type, &exp)) {
@@ -168,7 +169,7 @@ struct Auditor {
             }
           }
         }
-        node = mem::LoadRelaxed32(a.At(node) + kNodeNext);
+        node = mem::LoadOff(a.At(node) + kNodeNext);
       }
     }
     r.overflow_nodes += nodes;
@@ -237,7 +238,7 @@ struct Auditor {
       for (int cls = 0; cls < mem::kNumClasses; ++cls) {
         // The private stack: cells this process freed, bits still set.
         uint32_t guard = ps->cls[cls].stack_n + 1;
-        for (Off cur = ps->cls[cls].stack; cur != 0; cur = mem::LoadRelaxed32(a.At(cur) + 4)) {
+        for (Off cur = ps->cls[cls].stack; cur != 0; cur = mem::LoadOff(a.At(cur) + 8)) {
           if (guard-- == 0 || mem::CellClass(a, cur) != cls) {
             Error("slot " + std::to_string(s) + " class " + std::to_string(cls) + ": bad private stack");
             break;

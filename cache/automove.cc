@@ -174,7 +174,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     if (!b) continue;
     // A look with no lock first: most buckets have nothing to move.
     bool any = false;
-    uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+    uint32_t used = UsedOf(*b);
     for (uint32_t i = 0; i < used && !any; ++i) {
       Off rec = SlotAt(*b, static_cast<int>(i));
       uint8_t cls = mem::CellClass(a, rec);
@@ -182,8 +182,8 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     }
     if (!any) continue;
     LockBucket(c, h, bucket_, *b);
-    used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
-    Off fresh[kSlots] = {};
+    used = UsedOf(*b);
+    Off fresh[kLive] = {};
     bool changed = false;
     for (uint32_t i = 0; i < used; ++i) {
       fresh[i] = MoveCopy(c, SlotAt(*b, static_cast<int>(i)), draining_cls_, &spare);
@@ -193,8 +193,14 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
       if (!PC_CANARY(12)) WriteBegin(*b);
       for (uint32_t i = 0; i < used; ++i) {
         if (fresh[i] == 0) continue;
+        if (!CanReplaceSlot(*b, static_cast<int>(i), fresh[i])) {
+          // A full bucket, and the copy landed in another 32 GiB: left for
+          // a later pass (bucket.h ReplaceSlot).
+          spare.push_back(fresh[i]);
+          continue;
+        }
         Off old = SlotAt(*b, static_cast<int>(i));
-        SetSlot(*b, static_cast<int>(i), fresh[i]);
+        ReplaceSlot(*b, static_cast<int>(i), fresh[i]);
         PC_CRASH_POINT();
         c.dead.push_back(old);
       }
@@ -215,9 +221,9 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
   std::vector<std::pair<Off, Off>> swaps;  // node, new record
   for (uint32_t i = 0; i < kOvfHeads; ++i) {
     uint32_t guard = 1u << 16;
-    for (Off node = mem::LoadRelaxed32(&heads[i]); node != 0 && guard-- > 0;
-         node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
-      Off fresh = MoveCopy(c, mem::LoadRelaxed32(a.At(node) + kNodeRec), draining_cls_, &spare);
+    for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
+         node = mem::LoadOff(a.At(node) + kNodeNext)) {
+      Off fresh = MoveCopy(c, mem::LoadOff(a.At(node) + kNodeRec), draining_cls_, &spare);
       if (fresh) swaps.emplace_back(node, fresh);
     }
   }
@@ -225,8 +231,8 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     for (const auto& [node, fresh] : swaps) {
-      c.dead.push_back(mem::LoadRelaxed32(a.At(node) + kNodeRec));
-      mem::StoreRelaxed32(a.At(node) + kNodeRec, fresh);
+      c.dead.push_back(mem::LoadOff(a.At(node) + kNodeRec));
+      mem::StoreOff(a.At(node) + kNodeRec, fresh);
       PC_CRASH_POINT();
     }
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);

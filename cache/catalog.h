@@ -71,9 +71,11 @@ struct Overflow {
   std::atomic<uint32_t> seq;       // seqlock over all chains
   mem::ShmLock lock;
   std::atomic<uint32_t> count;     // nodes linked
+  uint32_t pad;
   Off heads;                       // Off -> Off[kOvfHeads]
 };
-static_assert(sizeof(Overflow) == 16);
+static_assert(sizeof(Overflow) == 24);
+static_assert(offsetof(Overflow, heads) == 16);
 
 enum TableState : uint32_t { kTableFree = 0, kTableLive = 1, kTableDropping = 2 };
 
@@ -89,9 +91,9 @@ struct alignas(64) TableHeader {
   Off stats;                       // Off -> StatLine[max_procs]
   uint32_t min_buckets;            // resize target (grow to / shrink no lower)
   uint32_t load_x100;              // target entries per bucket x 100
-  uint8_t pad_read_mostly[24];     // lines 0-1: read by every operation
+  uint8_t pad_read_mostly[16];     // lines 0-1: read by every operation
   Overflow ovf;                    // line 2: written by overflow writers only
-  uint8_t pad_ovf[48];
+  uint8_t pad_ovf[40];
   mem::ShmLock admin;              // line 3+: split / merge / resize / drop
   uint32_t nsegs;                  // segments allocated (admin lock)
   std::atomic<int64_t> created_ms;
@@ -110,6 +112,8 @@ static_assert(offsetof(TableHeader, gen) == 8);
 static_assert(offsetof(TableHeader, name) == 16);
 static_assert(offsetof(TableHeader, route) == 80);
 static_assert(offsetof(TableHeader, dir) == 88);
+static_assert(offsetof(TableHeader, stats) == 96);
+static_assert(offsetof(TableHeader, min_buckets) == 104);
 static_assert(offsetof(TableHeader, ovf) == 128);   // own cache line: no false sharing
 static_assert(offsetof(TableHeader, admin) == 192);  // with route / dir / gen
 static_assert(offsetof(TableHeader, ver_floor) == 384);
@@ -127,9 +131,8 @@ struct Catalog {
   uint32_t count;
   uint64_t seed;                   // hash seed (random per arena)
   mem::ShmLock lock;               // create / drop / rename
-  uint32_t pad;
-  Off free_segs;                   // freed segment pairs, linked (admin reuse)
   uint32_t pending_index;          // rename in flight: entry + 1 (0 = none)
+  Off free_segs;                   // freed segment pairs, linked (admin reuse)
   char pending_name[64];           // rename in flight: the new name
   // Encoding thresholds of aggregates (cache/dict.h DictLimits, in its
   // field order; 0 = the default). Written by CONFIG SET, read by writes.
@@ -154,7 +157,7 @@ struct Catalog {
 static_assert(std::is_standard_layout_v<Catalog>);
 static_assert(offsetof(Catalog, lock) == 16);
 static_assert(offsetof(Catalog, free_segs) == 24);
-static_assert(offsetof(Catalog, pending_index) == 28);
+static_assert(offsetof(Catalog, pending_index) == 20);
 static_assert(offsetof(Catalog, pending_name) == 32);
 static_assert(offsetof(Catalog, dict_limits) == 96);
 static_assert(offsetof(Catalog, maxmemory) == 128);

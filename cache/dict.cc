@@ -137,8 +137,8 @@ void FreeTree(Ctx& c, Off root) {
     if ((kind == kNode || kind == kCollide) && bound >= kNodeHdr) {
       uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
       uint32_t nk = kind == kNode ? static_cast<uint32_t>(__builtin_popcount(bm)) : bm;
-      if (nk > (bound - kNodeHdr) / 4) nk = static_cast<uint32_t>((bound - kNodeHdr) / 4);
-      for (uint32_t i = 0; i < nk; ++i) stack.push_back(mem::LoadRelaxed32(p + kNodeHdr + 4 * i));
+      if (nk > (bound - kNodeHdr) / 8) nk = static_cast<uint32_t>((bound - kNodeHdr) / 8);
+      for (uint32_t i = 0; i < nk; ++i) stack.push_back(mem::LoadOff(p + kNodeHdr + 8 * i));
     }
     c.alloc.Free(n);
   }
@@ -148,7 +148,9 @@ bool TreeRoot(std::string_view v, Off* root, uint64_t* count) {
   if (v.size() != kTreeValue || static_cast<uint8_t>(v[0]) != static_cast<uint8_t>(DictEnc::kTree)) {
     return false;
   }
-  std::memcpy(root, v.data() + 4, 4);
+  uint64_t w = 0;  // 7 bytes, little-endian (an Off is below 2^37)
+  std::memcpy(&w, v.data() + 1, 7);
+  *root = w;
   std::memcpy(count, v.data() + 8, 8);
   return true;
 }
@@ -205,10 +207,10 @@ Off CloneCell(Ctx& c, Off n, int depth, std::vector<Off>* made, bool* nomem) {
   } else if ((kind == kNode || kind == kCollide) && bound >= kNodeHdr) {
     uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
     uint32_t nk = kind == kNode ? static_cast<uint32_t>(__builtin_popcount(bm)) : bm;
-    if (nk > (bound - kNodeHdr) / 4) return 0;
-    bytes = kNodeHdr + 4 * size_t{nk};
+    if (nk > (bound - kNodeHdr) / 8) return 0;
+    bytes = kNodeHdr + 8 * size_t{nk};
     for (uint32_t i = 0; i < nk; ++i) {
-      Off k = CloneCell(c, mem::LoadRelaxed32(p + kNodeHdr + 4 * i), depth + 1, made, nomem);
+      Off k = CloneCell(c, mem::LoadOff(p + kNodeHdr + 8 * i), depth + 1, made, nomem);
       if (k == 0) return 0;
       kids.push_back(k);
     }
@@ -226,7 +228,7 @@ Off CloneCell(Ctx& c, Off n, int depth, std::vector<Off>* made, bool* nomem) {
   std::string tmp((kind == kEntry ? bytes : kNodeHdr) - 1, '\0');
   mem::AtomicCopyOut(tmp.data(), p + 1, tmp.size());
   mem::AtomicCopyIn(q + 1, tmp.data(), tmp.size());
-  for (size_t i = 0; i < kids.size(); ++i) mem::StoreRelaxed32(q + kNodeHdr + 4 * i, kids[i]);
+  for (size_t i = 0; i < kids.size(); ++i) mem::StoreOff(q + kNodeHdr + 8 * i, kids[i]);
   return out;
 }
 
@@ -244,7 +246,7 @@ Status CloneTreeValue(Ctx& c, std::string_view value, std::string* out) {
     return nomem ? Status::kNoMem : Status::kVersion;
   }
   out->assign(value);
-  std::memcpy(out->data() + 4, &copy, 4);
+  std::memcpy(out->data() + 1, &copy, 7);
   return Status::kOk;
 }
 
@@ -416,7 +418,7 @@ Off Dict::NewEntry(std::string_view f, std::string_view v) {
 Off Dict::NewNode(uint8_t kind, uint32_t bitmap, uint32_t leafmask, uint64_t count,
                   const std::vector<Off>& kids) {
   Off n;
-  if (c_.alloc.Alloc(kNodeHdr + 4 * kids.size(), &n) != Status::kOk) {
+  if (c_.alloc.Alloc(kNodeHdr + 8 * kids.size(), &n) != Status::kOk) {
     torn_ = alloc_failed_ = true;
     return 0;
   }
@@ -428,7 +430,7 @@ Off Dict::NewNode(uint8_t kind, uint32_t bitmap, uint32_t leafmask, uint64_t cou
   mem::StoreRelaxed32(p + kOffLeaf, leafmask);
   mem::StoreRelaxed32(p + 12, 0);
   mem::StoreRelaxed64(p + kOffCount, count);
-  for (size_t i = 0; i < kids.size(); ++i) mem::StoreRelaxed32(p + kNodeHdr + 4 * i, kids[i]);
+  for (size_t i = 0; i < kids.size(); ++i) mem::StoreOff(p + kNodeHdr + 8 * i, kids[i]);
   return n;
 }
 
@@ -450,9 +452,9 @@ bool Dict::ReadNode(Off n, uint8_t* kind, uint32_t* bitmap, uint32_t* leafmask, 
   } else {
     return torn_ = true, false;
   }
-  if (nk > (bound - kNodeHdr) / 4) return torn_ = true, false;
+  if (nk > (bound - kNodeHdr) / 8) return torn_ = true, false;
   kids->resize(nk);
-  for (uint32_t i = 0; i < nk; ++i) (*kids)[i] = mem::LoadRelaxed32(p + kNodeHdr + 4 * i);
+  for (uint32_t i = 0; i < nk; ++i) (*kids)[i] = mem::LoadOff(p + kNodeHdr + 8 * i);
   return true;
 }
 
@@ -504,9 +506,9 @@ bool Dict::TreeFind(uint64_t h, std::string_view f, std::string* value) {
     uint8_t kind = mem::LoadRelaxed8(p + kOffKind);
     uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
     if (kind == kCollide) {
-      if (bm > (bound - kNodeHdr) / 4) return torn_ = true, false;
+      if (bm > (bound - kNodeHdr) / 8) return torn_ = true, false;
       for (uint32_t i = 0; i < bm; ++i) {
-        Off e = mem::LoadRelaxed32(p + kNodeHdr + 4 * i);
+        Off e = mem::LoadOff(p + kNodeHdr + 8 * i);
         if (EntryIs(e, f)) return ReadEntry(e, nullptr, value);
       }
       return false;
@@ -515,8 +517,8 @@ bool Dict::TreeFind(uint64_t h, std::string_view f, std::string* value) {
     uint32_t bit = 1u << Digit(h, depth);
     if (!(bm & bit)) return false;
     uint32_t pos = static_cast<uint32_t>(__builtin_popcount(bm & (bit - 1)));
-    if (pos >= (bound - kNodeHdr) / 4) return torn_ = true, false;
-    Off child = mem::LoadRelaxed32(p + kNodeHdr + 4 * pos);
+    if (pos >= (bound - kNodeHdr) / 8) return torn_ = true, false;
+    Off child = mem::LoadOff(p + kNodeHdr + 8 * pos);
     if (mem::LoadRelaxed32(p + kOffLeaf) & bit) {
       return EntryIs(child, f) && ReadEntry(child, nullptr, value);
     }
@@ -1037,8 +1039,7 @@ Status Dict::Commit() {
       out.append(reinterpret_cast<const char*>(ints_.data()), ints_.size() * 8);
       break;
     case DictEnc::kTree:
-      out.append(3, '\0');
-      PutU32(&out, root_);
+      out.append(reinterpret_cast<const char*>(&root_), 7);  // little-endian
       out.append(reinterpret_cast<const char*>(&count_), 8);
       break;
     default: return Status::kInvalid;
@@ -1095,7 +1096,7 @@ bool WalkDictCells(const Ctx& c, std::string_view value, const std::function<voi
     if (kind != kNode && kind != kCollide) return *err = "tree: bad node kind", false;
     if (kind == kCollide && depth != kLeafDepth) return *err = "tree: collision node above the leaf depth", false;
     if (kind == kNode && depth >= kLeafDepth) return *err = "tree: node below the leaf depth", false;
-    if (nk > (bound - kNodeHdr) / 4) return *err = "tree: node children beyond its cell", false;
+    if (nk > (bound - kNodeHdr) / 8) return *err = "tree: node children beyond its cell", false;
     if (kind == kNode && (lm & ~bm)) return *err = "tree: leaf bit without a child", false;
     uint64_t sum = 0;
     uint32_t k = 0;
@@ -1109,7 +1110,7 @@ bool WalkDictCells(const Ctx& c, std::string_view value, const std::function<voi
       } else {
         leaf = true;
       }
-      Off ch = mem::LoadRelaxed32(p + kNodeHdr + 4 * k++);
+      Off ch = mem::LoadOff(p + kNodeHdr + 8 * k++);
       if (leaf) {
         size_t eb = mem::CellBound(a, ch);
         if (ch == 0 || eb < kEntryHdr) return *err = "tree: bad entry offset", false;

@@ -10,7 +10,7 @@
 //           (sets: no value part). Small aggregates: the whole thing is the
 //           record's value, so a read is one seqlock-checked copy, like GET.
 //   intset  [2][count u32][int64 LE] ...   sorted; sets of integers only.
-//   tree    [3][0 0 0][root u32][count u64]   (16 bytes) a hash trie of cells
+//   tree    [3][root Off, 7 bytes LE][count u64]   (16 bytes) a hash trie of cells
 //           in the arena, below.
 //
 // The tree: a hash array mapped trie over the 64-bit seeded hash of each
@@ -19,7 +19,7 @@
 // entry cell is not used (a record's byte 0 is its access byte):
 //
 //   node   0 -   | 1 kind=kNode | 2..3 0 | 4 bitmap u32 | 8 leafmask u32 |
-//          12 0 | 16 count u64 (entries below) | 24 child Off[popcount(bitmap)]
+//          12 0 | 16 count u64 (entries below) | 24 child Off (u64)[popcount(bitmap)]
 //          A child whose bit is set in leafmask is an entry, else a node.
 //          (collision node: kind=kCollide, bitmap = number of children, all
 //          of them entries.)

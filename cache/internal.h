@@ -63,12 +63,12 @@ bool EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg);
 // *bound (when given): the found record's mem::CellBound.
 int FindInBucket(const mem::Arena& a, const Bucket& b, uint8_t tag, std::string_view key,
                  Off* rec, size_t* bound = nullptr);
-// Overflow node (a 16-byte cell): class | next @4 | rec @8 | hash>>32 @12.
+// Overflow node (a 24-byte cell): 0 unused | hash>>32 @4 | next Off @8 | rec Off @16.
 // Values above this are never copied inside a seqlock bracket or under a
 // lock: GET copies them outside and checks the record after (ops.cc), a
 // scan leaves them to be read by key (ScanFilter::value_cap, export.cc).
 inline constexpr size_t kBigRead = 4096;
-inline constexpr size_t kNodeNext = 4, kNodeRec = 8, kNodeHash = 12, kNodeBytes = 16;
+inline constexpr size_t kNodeHash = 4, kNodeNext = 8, kNodeRec = 16, kNodeBytes = 24;
 inline uint32_t ExpireHint(int64_t expire_ms) {
   if (expire_ms <= 0) return 0;
   uint64_t s = static_cast<uint64_t>(expire_ms) / 1000;

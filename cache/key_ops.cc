@@ -112,7 +112,7 @@ Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t sam
     std::string v;
     Status s = GetString(c, t, key, &v, &ri);
     if (s != Status::kOk) return s;
-    uint64_t total = sizeof(Bucket) / kSlots + 1 +  // a slot of a bucket and its tag
+    uint64_t total = sizeof(Bucket) / kLive +  // a full bucket's share per key
                      mem::CellBytesFor(RecordBytes(ri.type, key.size(), ri.type == kTypeInt ? 8 : v.size()));
     if (!IsTreeValue(ri.type, v)) {
       *bytes = total;

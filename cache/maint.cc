@@ -29,7 +29,7 @@ bool RecordKey(const mem::Arena& a, Off rec, std::string* tmp, std::string_view*
 }
 
 uint32_t MinHint(const mem::Arena& a, const Bucket& b) {
-  uint32_t used = std::min<uint32_t>(Used(TagsHi(b)), kSlots), m = 0;
+  uint32_t used = UsedOf(b), m = 0;
   for (uint32_t i = 0; i < used; ++i) {
     uint32_t e = ExpireHint(RecView{a.At(SlotAt(b, static_cast<int>(i)))}.expire());
     if (e != 0 && (m == 0 || e < m)) m = e;
@@ -43,7 +43,7 @@ void SetHint(const mem::Arena& a, const TableHeader& h, uint64_t idx, uint32_t v
 
 void ClearBucketLocked(Bucket& b) {
   mem::StoreRelaxed64(&b.tags_lo, 0);
-  mem::StoreRelaxed32(&b.tags_hi, 0);
+  SetCtl(b, 0);  // no position is live from here
   for (int i = 0; i < kSlots; ++i) SetSlot(b, i, 0);
 }
 
@@ -57,9 +57,9 @@ bool UnlinkNodeLocked(const mem::Arena& a, TableHeader& h, uint32_t head, Off no
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   Off* link = &heads[head];
   uint32_t guard = 1u << 16;
-  for (Off n = mem::LoadRelaxed32(link); n != 0 && guard-- > 0; n = mem::LoadRelaxed32(link)) {
+  for (Off n = mem::LoadOff(link); n != 0 && guard-- > 0; n = mem::LoadOff(link)) {
     if (n == node) {
-      mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(n) + kNodeNext));
+      mem::StoreOff(link, mem::LoadOff(a.At(n) + kNodeNext));
       PC_CRASH_POINT();
       h.ovf.count.fetch_sub(1, std::memory_order_release);
       return true;
@@ -88,7 +88,7 @@ bool Split(Ctx& c, TableHeader& h) {
   // P is unreachable until the route is published; it may hold leftovers
   // of an earlier merge, so start it empty.
   ClearBucketLocked(*bp);
-  uint32_t used = std::min<uint32_t>(Used(TagsHi(*bs)), kSlots);
+  uint32_t used = UsedOf(*bs);
   uint32_t pu = 0;
   uint32_t moved = 0;  // bit i: slot i of S goes to P
   std::string tmp;
@@ -119,8 +119,8 @@ bool Split(Ctx& c, TableHeader& h) {
     uint8_t tag;
     bool to_p;
   };
-  Home homes[2 * kSlots];
-  uint32_t nhomes = 0, s_room = kSlots - (used - static_cast<uint32_t>(__builtin_popcount(moved)));
+  Home homes[2 * kLive];
+  uint32_t nhomes = 0, s_room = kLive - (used - static_cast<uint32_t>(__builtin_popcount(moved)));
   bool ovf_locked = false;
   if (h.ovf.count.load(std::memory_order_acquire) != 0) {
     LockOverflow(c, h);
@@ -131,14 +131,14 @@ bool Split(Ctx& c, TableHeader& h) {
     for (uint64_t j = 0; j < kOvfHeads; ++j) {
       if ((j & m) != (s & m) && (j & m) != (p & m)) continue;
       uint32_t guard = 1u << 16;
-      for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0 && guard-- > 0;
-           node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
-        Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      for (Off node = mem::LoadOff(&heads[j]); node != 0 && guard-- > 0;
+           node = mem::LoadOff(a.At(node) + kNodeNext)) {
+        Off rec = mem::LoadOff(a.At(node) + kNodeRec);
         std::string_view key;
         if (!RecordKey(a, rec, &tmp, &key)) continue;
         uint64_t hash = HashOf(c, key);
         uint64_t ni = RouteIdx(nroute, hash);
-        if (ni == p && pu < kSlots) {
+        if (ni == p && pu < kLive) {
           SetSlot(*bp, static_cast<int>(pu), rec);
           SetTag(*bp, static_cast<int>(pu), TagOf(hash));
           ++pu;
@@ -147,7 +147,7 @@ bool Split(Ctx& c, TableHeader& h) {
           --s_room;
           homes[nhomes++] = Home{node, rec, static_cast<uint32_t>(j), TagOf(hash), false};
         }
-        if (nhomes == 2 * kSlots) break;
+        if (nhomes == 2 * kLive) break;
       }
     }
   }
@@ -159,23 +159,28 @@ bool Split(Ctx& c, TableHeader& h) {
   // intact and P unreachable; after it, repair drops S's misrouted copies).
   PC_CRASH_POINT();
   h.route.store(nroute, std::memory_order_release);
+  // Compact S in place: each copy is safe against a kill (CopySlot), the
+  // positions it leaves behind are duplicates or moved entries until `used`
+  // drops below them; only then are they written (zeroed, or a home).
   uint32_t keep = 0;
   for (uint32_t i = 0; i < used; ++i) {
     if (moved & (1u << i)) continue;
     if (keep != i) {
-      SetSlot(*bs, static_cast<int>(keep), SlotAt(*bs, static_cast<int>(i)));
+      CopySlot(*bs, static_cast<int>(keep), static_cast<int>(i));
       SetTag(*bs, static_cast<int>(keep), GetTag(*bs, static_cast<int>(i)));
     }
     ++keep;
   }
+  SetUsed(*bs, keep);
   for (uint32_t i = keep; i < used; ++i) SetSlot(*bs, static_cast<int>(i), 0);
+  uint32_t live = keep;
   for (uint32_t i = 0; i < nhomes; ++i) {
     if (homes[i].to_p) continue;
     SetSlot(*bs, static_cast<int>(keep), homes[i].rec);
     SetTag(*bs, static_cast<int>(keep), homes[i].tag);
     ++keep;
   }
-  SetUsed(*bs, keep);
+  if (keep != live) SetUsed(*bs, keep);
   SetHint(a, h, s, MinHint(a, *bs));
   if (ovf_locked) {
     if (nhomes > 0) {
@@ -219,8 +224,8 @@ bool Merge(Ctx& c, TableHeader& h) {
   if (!bt || !bp) return false;
   LockBucket(c, h, t, *bt);
   LockBucket(c, h, p, *bp);
-  uint32_t ut = Used(TagsHi(*bt)), up = Used(TagsHi(*bp));
-  if (ut + up > kSlots) {
+  uint32_t ut = UsedOf(*bt), up = UsedOf(*bp);
+  if (ut + up > static_cast<uint32_t>(kLive)) {
     mem::Unlock(bp->lock);
     mem::Unlock(bt->lock);
     return false;
@@ -290,7 +295,7 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
     if (!b) continue;
     ++visited;
     LockBucket(c, h, idx, *b);
-    uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots), keep = 0;
+    uint32_t used = UsedOf(*b), keep = 0;
     bool any = false;
     for (uint32_t i = 0; i < used && !any; ++i) {
       int64_t e = RecView{a.At(SlotAt(*b, static_cast<int>(i)))}.expire();
@@ -308,13 +313,13 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
           continue;
         }
         if (keep != i) {
-          SetSlot(*b, static_cast<int>(keep), rec);
+          CopySlot(*b, static_cast<int>(keep), static_cast<int>(i));
           SetTag(*b, static_cast<int>(keep), GetTag(*b, static_cast<int>(i)));
         }
         ++keep;
       }
-      for (uint32_t i = keep; i < used; ++i) SetSlot(*b, static_cast<int>(i), 0);
       SetUsed(*b, keep);
+      for (uint32_t i = keep; i < used; ++i) SetSlot(*b, static_cast<int>(i), 0);
       WriteEnd(*b);
     }
     SetHint(a, h, idx, MinHint(a, *b));
@@ -338,13 +343,13 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
     for (uint32_t i = 0; i < kOvfHeads; ++i) {
       Off* link = &heads[i];
       uint32_t guard = 1u << 16;
-      for (Off node = mem::LoadRelaxed32(link); node != 0 && guard-- > 0;
-           node = mem::LoadRelaxed32(link)) {
-        Off rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      for (Off node = mem::LoadOff(link); node != 0 && guard-- > 0;
+           node = mem::LoadOff(link)) {
+        Off rec = mem::LoadOff(a.At(node) + kNodeRec);
         int64_t e = RecView{a.At(rec)}.expire();
         if (e != 0 && e <= now) {
           RaiseFloor(h, RecView{a.At(rec)}.version());
-          mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+          mem::StoreOff(link, mem::LoadOff(a.At(node) + kNodeNext));
           PC_CRASH_POINT();
           h.ovf.count.fetch_sub(1, std::memory_order_relaxed);
           c.dead.push_back(rec);
@@ -394,7 +399,7 @@ uint64_t CountExpired(Ctx& c, const TableRef& t) {
       Bucket* b = BucketAt(a, h, idx);
       if (!b) continue;
       LockBucket(c, h, idx, *b);
-      uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+      uint32_t used = UsedOf(*b);
       for (uint32_t i = 0; i < used; ++i) {
         int64_t e = RecView{a.At(SlotAt(*b, static_cast<int>(i)))}.expire();
         n += e != 0 && e <= now;
@@ -407,9 +412,9 @@ uint64_t CountExpired(Ctx& c, const TableRef& t) {
     const Off* heads = reinterpret_cast<const Off*>(a.At(h.ovf.heads));
     for (uint32_t i = 0; i < kOvfHeads; ++i) {
       uint32_t guard = 1u << 16;
-      for (Off node = mem::LoadRelaxed32(&heads[i]); node != 0 && guard-- > 0;
-           node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
-        int64_t e = RecView{a.At(mem::LoadRelaxed32(a.At(node) + kNodeRec))}.expire();
+      for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
+           node = mem::LoadOff(a.At(node) + kNodeNext)) {
+        int64_t e = RecView{a.At(mem::LoadOff(a.At(node) + kNodeRec))}.expire();
         n += e != 0 && e <= now;
       }
     }
@@ -431,9 +436,11 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
   uint64_t route = h.route.load(std::memory_order_acquire);
   uint32_t seq = b.seq.load(std::memory_order_relaxed);
   if (!(seq & 1)) WriteBegin(b);
-  uint32_t used = std::min<uint32_t>(Used(TagsHi(b)), kSlots);
-  Off keep[kSlots];
-  uint8_t tags[kSlots];
+  FinishJournal(b);  // a copy the holder had in flight (bucket.h)
+  uint32_t used = UsedOf(b);
+  Off keep[kLive];
+  uint32_t from[kLive];
+  uint8_t tags[kLive];
   uint32_t n = 0;
   std::string tmp;
   for (uint32_t i = 0; i < used; ++i) {
@@ -444,15 +451,19 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
     if (RouteIdx(route, hash) != idx && !PC_CANARY(3)) continue;
     if (std::find(keep, keep + n, rec) != keep + n) continue;
     keep[n] = rec;
+    from[n] = i;
     tags[n] = TagOf(hash);
     ++n;
   }
-  ClearBucketLocked(b);
+  // Compact in place (from[i] >= i, ascending: no source is overwritten
+  // before it is copied). A repairer killed here leaves duplicates and the
+  // old `used`: the next repair does the same again.
   for (uint32_t i = 0; i < n; ++i) {
-    SetSlot(b, static_cast<int>(i), keep[i]);
+    if (from[i] != i) CopySlot(b, static_cast<int>(i), static_cast<int>(from[i]));
     SetTag(b, static_cast<int>(i), tags[i]);
   }
   SetUsed(b, n);
+  for (int i = static_cast<int>(n); i < kSlots; ++i) SetSlot(b, i, 0);
   SetHint(a, h, idx, MinHint(a, b));
   // A split that died between bringing overflow entries home and unlinking
   // them leaves the same record in the bucket and in overflow: unlink the
@@ -469,7 +480,7 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
       if (node != 0) {
         PC_CRASH_POINT();
         th.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-        mem::StoreRelaxed32(link, mem::LoadRelaxed32(a.At(node) + kNodeNext));
+        mem::StoreOff(link, mem::LoadOff(a.At(node) + kNodeNext));
         PC_CRASH_POINT();
         th.ovf.count.fetch_sub(1, std::memory_order_release);
         PC_CRASH_POINT();
@@ -491,9 +502,9 @@ void RepairOverflowLocked(Ctx& c, TableHeader& h) {
   for (uint32_t i = 0; i < kOvfHeads; ++i) {
     Off* link = &heads[i];
     uint32_t guard = 1u << 16;
-    for (Off node = mem::LoadRelaxed32(link); node != 0; node = mem::LoadRelaxed32(link)) {
+    for (Off node = mem::LoadOff(link); node != 0; node = mem::LoadOff(link)) {
       if (guard-- == 0 || mem::CellBound(a, node) < kNodeBytes) {
-        mem::StoreRelaxed32(link, 0);
+        mem::StoreOff(link, 0);
         break;
       }
       ++count;

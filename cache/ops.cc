@@ -90,16 +90,16 @@ Off detail::OvfFind(const mem::Arena& a, const TableHeader& h, uint64_t hash,
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   Off* link = &heads[hash & (kOvfHeads - 1)];
   uint32_t guard = 1u << 16;
-  for (Off node = mem::LoadRelaxed32(link); node != 0 && guard-- > 0;) {
+  for (Off node = mem::LoadOff(link); node != 0 && guard-- > 0;) {
     if (mem::CellBound(a, node) < kNodeBytes) return 0;
     char* p = a.At(node);
     if (mem::LoadRelaxed32(p + kNodeHash) == static_cast<uint32_t>(hash >> 32) &&
-        KeyEquals(a, mem::LoadRelaxed32(p + kNodeRec), key)) {
+        KeyEquals(a, mem::LoadOff(p + kNodeRec), key)) {
       if (link_out) *link_out = link;
       return node;
     }
     link = reinterpret_cast<Off*>(p + kNodeNext);
-    node = mem::LoadRelaxed32(link);
+    node = mem::LoadOff(link);
   }
   return 0;
 }
@@ -119,7 +119,7 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
     Status st = Status::kNotFound;
     Off rec = 0;
     if (node != 0) {
-      rec = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+      rec = mem::LoadOff(a.At(node) + kNodeRec);
       st = CopyRecord(a, rec, mem::CellBound(a, rec), key.size(), buf, want, ri, big);
     }
     mem::SeqReadFence();
@@ -134,7 +134,7 @@ Status OvfRead(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, std:
   Status st = Status::kNotFound;
   *rec_out = 0;
   if (node != 0) {
-    *rec_out = mem::LoadRelaxed32(a.At(node) + kNodeRec);
+    *rec_out = mem::LoadOff(a.At(node) + kNodeRec);
     st = CopyRecord(a, *rec_out, mem::CellBound(a, *rec_out), key.size(), buf, want, ri);  // small under the lock
   }
   mem::Unlock(h.ovf.lock);
@@ -170,7 +170,7 @@ bool LockKey(Ctx& c, TableHeader& h, uint64_t hash, std::string_view key, KeyLoc
     LockOverflow(c, h);
     k->ovf_locked = true;
     k->node = OvfFind(c.arena, h, hash, key, &k->link);
-    if (k->node) k->rec = mem::LoadRelaxed32(c.arena.At(k->node) + kNodeRec);
+    if (k->node) k->rec = mem::LoadOff(c.arena.At(k->node) + kNodeRec);
   }
   return true;
 }
@@ -186,19 +186,13 @@ void UnlinkKeyLocked(const mem::Arena& a, TableHeader& h, const KeyLock& k) {
   RaiseFloor(h, RecView{a.At(k.rec)}.version());
   if (k.slot >= 0) {
     Bucket& b = *k.b;
-    int last = static_cast<int>(Used(TagsHi(b))) - 1;
     WriteBegin(b);
-    if (k.slot != last) {
-      SetSlot(b, k.slot, SlotAt(b, last));
-      SetTag(b, k.slot, GetTag(b, last));
-    }
-    SetUsed(b, static_cast<uint32_t>(last));
-    SetSlot(b, last, 0);
+    RemoveSlot(b, k.slot);
     WriteEnd(b);
   } else if (k.node) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    mem::StoreRelaxed32(k.link, mem::LoadRelaxed32(a.At(k.node) + kNodeNext));
+    mem::StoreOff(k.link, mem::LoadOff(a.At(k.node) + kNodeNext));
     PC_CRASH_POINT();
     h.ovf.count.fetch_sub(1, std::memory_order_release);
     PC_CRASH_POINT();
@@ -224,19 +218,19 @@ bool TouchRecord(Ctx& c, TableHeader& h, uint64_t hash, Off rec, uint16_t acc) {
   if (!b || !mem::TryLock(b->lock, c.tid)) return false;
   bool stored = false;
   if (h.route.load(std::memory_order_acquire) == route) {
-    uint32_t used = Used(TagsHi(*b));
+    uint32_t used = UsedOf(*b);
     bool linked = false;
-    for (uint32_t i = 0; i < used && i < kSlots && !linked; ++i) linked = SlotAt(*b, static_cast<int>(i)) == rec;
+    for (uint32_t i = 0; i < used && !linked; ++i) linked = SlotAt(*b, static_cast<int>(i)) == rec;
     if (linked || PC_CANARY(9)) {
       RecView{a.At(rec)}.set_access(acc);
       stored = true;
     } else if (h.ovf.count.load(std::memory_order_acquire) != 0 && mem::TryLock(h.ovf.lock, c.tid)) {
       Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
       uint32_t guard = 1u << 16;
-      for (Off node = mem::LoadRelaxed32(&heads[hash & (kOvfHeads - 1)]); node != 0 && guard-- > 0;
-           node = mem::LoadRelaxed32(a.At(node) + kNodeNext)) {
+      for (Off node = mem::LoadOff(&heads[hash & (kOvfHeads - 1)]); node != 0 && guard-- > 0;
+           node = mem::LoadOff(a.At(node) + kNodeNext)) {
         if (mem::CellBound(a, node) < kNodeBytes) break;
-        if (mem::LoadRelaxed32(a.At(node) + kNodeRec) == rec) {
+        if (mem::LoadOff(a.At(node) + kNodeRec) == rec) {
           RecView{a.At(rec)}.set_access(acc);
           stored = true;
           break;
@@ -560,7 +554,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       LockOverflow(c, h);
       ovf_locked = true;
       onode = OvfFind(a, h, hash, key, &olink);
-      if (onode) old = mem::LoadRelaxed32(a.At(onode) + kNodeRec);
+      if (onode) old = mem::LoadOff(a.At(onode) + kNodeRec);
     }
     RecView ov{old ? a.At(old) : nullptr};
     int64_t old_exp = old ? ov.expire() : 0;
@@ -571,8 +565,11 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     if (o.cond == Cond::kXx && !live_old) st = Status::kNotExists;
     if (o.check_version && (live_old ? ov.version() : 0) != o.expect_version) st = Status::kVersion;
     if (o.if_newer && live_old && !VersionNewer(o.version, ov.version())) st = Status::kVersion;
-    bool full = i < 0 && onode == 0 && Used(TagsHi(*b)) >= kSlots;
-    if (st == Status::kOk && full && node == 0) {
+    bool full = i < 0 && onode == 0 && UsedOf(*b) >= kLive;
+    // A full bucket has no scratch position for a record in another 32 GiB
+    // (bucket.h ReplaceSlot): the new record goes to overflow instead.
+    bool spill = i >= 0 && !CanReplaceSlot(*b, i, nrec);
+    if (st == Status::kOk && (full || spill) && node == 0) {
       // Bucket full: drop the locks, allocate an overflow node, retry.
       if (ovf_locked) mem::Unlock(h.ovf.lock);
       mem::Unlock(b->lock);
@@ -622,24 +619,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     }
     nv.set_meta(o.keep_ttl && live_old ? old_exp : nv.expire(), ver);
     if (live_old) nv.set_access(AccessOnWrite(LoadAccessParams(*c.catalog), ov.access()));
-    if (i >= 0) {
-      WriteBegin(*b);
-      SetSlot(*b, i, nrec);
-      WriteEnd(*b);
-    } else if (onode != 0) {
-      PC_CRASH_POINT();
-      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-      mem::StoreRelaxed32(a.At(onode) + kNodeRec, nrec);
-      PC_CRASH_POINT();
-      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    } else if (!full) {
-      uint32_t used = Used(TagsHi(*b));
-      WriteBegin(*b);
-      SetSlot(*b, static_cast<int>(used), nrec);  // slot, tag, then used:
-      SetTag(*b, static_cast<int>(used), tag);    // a crash before `used`
-      SetUsed(*b, used + 1);                      // leaves no half slot
-      WriteEnd(*b);
-    } else {
+    auto link_node = [&] {
       if (!ovf_locked) {
         LockOverflow(c, h);
         ovf_locked = true;
@@ -647,18 +627,46 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
       Off* head = &heads[hash & (kOvfHeads - 1)];
       char* np = a.At(node);
-      mem::StoreRelaxed32(np + kNodeRec, nrec);
+      mem::StoreOff(np + kNodeRec, nrec);
       mem::StoreRelaxed32(np + kNodeHash, static_cast<uint32_t>(hash >> 32));
-      mem::StoreRelaxed32(np + kNodeNext, mem::LoadRelaxed32(head));
+      mem::StoreOff(np + kNodeNext, mem::LoadOff(head));
       PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-      mem::StoreRelaxed32(head, node);  // linked by one store: crash-consistent
+      mem::StoreOff(head, node);  // linked by one store: crash-consistent
       PC_CRASH_POINT();
       h.ovf.count.fetch_add(1, std::memory_order_release);
       PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       node = 0;
       Count(c, h, kStatOvfInserts);
+    };
+    if (i >= 0 && !spill) {
+      WriteBegin(*b);
+      ReplaceSlot(*b, i, nrec);
+      WriteEnd(*b);
+    } else if (i >= 0) {
+      // Inside the bucket's bracket: link the new record in overflow, then
+      // take the old one out of the bucket. A kill in between leaves the key
+      // in both; the bucket's repair keeps the bucket's (old) record.
+      WriteBegin(*b);
+      link_node();
+      RemoveSlot(*b, i);
+      WriteEnd(*b);
+    } else if (onode != 0) {
+      PC_CRASH_POINT();
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+      mem::StoreOff(a.At(onode) + kNodeRec, nrec);
+      PC_CRASH_POINT();
+      h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    } else if (!full) {
+      uint32_t used = UsedOf(*b);
+      WriteBegin(*b);
+      SetSlot(*b, static_cast<int>(used), nrec);  // slot, tag, then used:
+      SetTag(*b, static_cast<int>(used), tag);    // a crash before `used`
+      SetUsed(*b, used + 1);                      // leaves no half slot
+      WriteEnd(*b);
+    } else {
+      link_node();
     }
     LowerHint(a, h, idx, nv.expire());
     if (ovf_locked) mem::Unlock(h.ovf.lock);

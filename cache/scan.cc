@@ -69,7 +69,7 @@ void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values, uin
     out->resize(base);
     uint32_t s1 = b->seq.load(std::memory_order_acquire);
     if (s1 & 1) continue;
-    uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+    uint32_t used = UsedOf(*b);
     for (uint32_t i = 0; i < used; ++i) {
       Item it;
       if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, cap, &it)) out->push_back(std::move(it));
@@ -79,7 +79,7 @@ void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values, uin
   }
   out->resize(base);
   LockBucket(c, h, idx, *b);
-  uint32_t used = std::min<uint32_t>(Used(TagsHi(*b)), kSlots);
+  uint32_t used = UsedOf(*b);
   for (uint32_t i = 0; i < used; ++i) {
     Item it;
     if (CopyItem(a, SlotAt(*b, static_cast<int>(i)), values, cap, &it)) out->push_back(std::move(it));
@@ -102,13 +102,13 @@ void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool valu
     if ((s1 & 1) && !locked) continue;
     for (uint64_t j = r & (step - 1); j < kOvfHeads; j += step) {
       uint32_t guard = 1u << 16;
-      for (Off node = mem::LoadRelaxed32(&heads[j]); node != 0 && guard-- > 0;) {
+      for (Off node = mem::LoadOff(&heads[j]); node != 0 && guard-- > 0;) {
         if (mem::CellBound(a, node) < kNodeBytes) break;
         Item it;
-        if (CopyItem(a, mem::LoadRelaxed32(a.At(node) + kNodeRec), values, cap, &it)) {
+        if (CopyItem(a, mem::LoadOff(a.At(node) + kNodeRec), values, cap, &it)) {
           out->push_back(std::move(it));
         }
-        node = mem::LoadRelaxed32(a.At(node) + kNodeNext);
+        node = mem::LoadOff(a.At(node) + kNodeNext);
       }
     }
     if (locked) {

@@ -17,6 +17,7 @@ namespace {
 
 struct UserRoot {
   uint32_t magic;
+  uint32_t pad;
   Off catalog;
 };
 
@@ -25,8 +26,8 @@ Catalog* CatalogOf(const mem::Arena& a) {
   if (r->magic != kCatalogMagic) return nullptr;
   return reinterpret_cast<Catalog*>(a.At(r->catalog));
 }
-static_assert(std::is_standard_layout_v<UserRoot> && sizeof(UserRoot) == 8);
-static_assert(offsetof(UserRoot, catalog) == 4);
+static_assert(std::is_standard_layout_v<UserRoot> && sizeof(UserRoot) == 16);
+static_assert(offsetof(UserRoot, catalog) == 8);
 
 std::atomic<Catalog*> g_catalog_for_names{nullptr};  // the catalog NameOf may heal
 
@@ -133,7 +134,7 @@ Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
   uint64_t seg = idx >> kSegShift;
   if (seg >= kMaxSegs || h.dir == 0) return nullptr;
   const Off* dir = reinterpret_cast<const Off*>(a.At(h.dir));
-  Off so = mem::LoadRelaxed32(&dir[2 * seg]);
+  Off so = mem::LoadOff(&dir[2 * seg]);
   if (so == 0 || a.ReadableFrom(so) < kSegBuckets * sizeof(Bucket)) return nullptr;
   return reinterpret_cast<Bucket*>(a.At(so)) + (idx & (kSegBuckets - 1));
 }
@@ -142,7 +143,7 @@ uint32_t* HintAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
   uint64_t seg = idx >> kSegShift;
   if (seg >= kMaxSegs || h.dir == 0) return nullptr;
   const Off* dir = reinterpret_cast<const Off*>(a.At(h.dir));
-  Off ho = mem::LoadRelaxed32(&dir[2 * seg + 1]);
+  Off ho = mem::LoadOff(&dir[2 * seg + 1]);
   if (ho == 0 || a.ReadableFrom(ho) < kSegBuckets * sizeof(uint32_t)) return nullptr;
   return reinterpret_cast<uint32_t*>(a.At(ho)) + (idx & (kSegBuckets - 1));
 }
@@ -191,9 +192,9 @@ bool AllocSegment(Ctx& c, Off* seg, Off* hints) {
   LockCatalog(*cat);
   Off f = cat->free_segs;
   if (f != 0) {
-    auto* b0 = reinterpret_cast<Bucket*>(c.arena.At(f));
-    cat->free_segs = b0->slot[0];
-    *hints = b0->slot[1];
+    const char* p = c.arena.At(f);  // a freed segment: next @0, its hints @8
+    cat->free_segs = mem::LoadOff(p);
+    *hints = mem::LoadOff(p + 8);
     mem::Unlock(cat->lock);
     mem::AtomicZero(c.arena.At(f), kSegBuckets * sizeof(Bucket));
     mem::AtomicZero(c.arena.At(*hints), kSegBuckets * sizeof(uint32_t));
@@ -209,9 +210,9 @@ bool AllocSegment(Ctx& c, Off* seg, Off* hints) {
 void FreeSegment(Ctx& c, Off seg, Off hints) {
   Catalog* cat = c.catalog;
   LockCatalog(*cat);
-  auto* b0 = reinterpret_cast<Bucket*>(c.arena.At(seg));
-  mem::StoreRelaxed32(&b0->slot[0], cat->free_segs);
-  mem::StoreRelaxed32(&b0->slot[1], hints);
+  char* p = c.arena.At(seg);
+  mem::StoreOff(p, cat->free_segs);
+  mem::StoreOff(p + 8, hints);
   cat->free_segs = seg;
   mem::Unlock(cat->lock);
 }
@@ -222,10 +223,10 @@ void FreeSegment(Ctx& c, Off seg, Off hints) {
 bool detail::EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg) {
   if (seg >= kMaxSegs) return false;
   Off* dir = reinterpret_cast<Off*>(c.arena.At(h.dir));
-  if (mem::LoadRelaxed32(&dir[2 * seg]) != 0) return true;
+  if (mem::LoadOff(&dir[2 * seg]) != 0) return true;
   Off so, ho;
   if (!AllocSegment(c, &so, &ho)) return false;
-  mem::StoreRelaxed32(&dir[2 * seg + 1], ho);
+  mem::StoreOff(&dir[2 * seg + 1], ho);
   // Release: a reader that sees the segment sees it zeroed.
   __atomic_store_n(&dir[2 * seg], so, __ATOMIC_RELEASE);
   if (seg + 1 > h.nsegs) h.nsegs = seg + 1;
@@ -340,8 +341,7 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     if (!b) continue;
     if (Used(TagsHi(*b)) == 0) continue;
     detail::LockBucket(c, h, i, *b);
-    uint32_t used = Used(TagsHi(*b));
-    if (used > kSlots) used = kSlots;
+    uint32_t used = UsedOf(*b);
     uint64_t top = 0;
     for (uint32_t s = 0; s < used; ++s) {
       Off rec = SlotAt(*b, static_cast<int>(s));
@@ -352,8 +352,8 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     detail::RaiseFloor(h, top);  // before the keys go (record.h)
     WriteBegin(*b);
     mem::StoreRelaxed64(&b->tags_lo, 0);
-    mem::StoreRelaxed32(&b->tags_hi, 0);
-    for (uint32_t sl = 0; sl < used; ++sl) SetSlot(*b, static_cast<int>(sl), 0);
+    SetCtl(*b, 0);  // no position is live from here
+    for (int sl = 0; sl < kSlots; ++sl) SetSlot(*b, sl, 0);
     if (uint32_t* hint = detail::HintAt(c.arena, h, i)) mem::StoreRelaxed32(hint, 0);
     WriteEnd(*b);
     mem::Unlock(b->lock);
@@ -369,17 +369,17 @@ uint64_t ClearLocked(Ctx& c, TableHeader& h) {
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     Off* heads = reinterpret_cast<Off*>(c.arena.At(h.ovf.heads));
     for (uint32_t i = 0; i < kOvfHeads; ++i) {
-      Off node = mem::LoadRelaxed32(&heads[i]);
+      Off node = mem::LoadOff(&heads[i]);
       uint32_t guard = 1u << 20;
       while (node != 0 && guard-- > 0) {
-        Off next = mem::LoadRelaxed32(c.arena.At(node) + detail::kNodeNext);
-        Off rec = mem::LoadRelaxed32(c.arena.At(node) + detail::kNodeRec);
+        Off next = mem::LoadOff(c.arena.At(node) + detail::kNodeNext);
+        Off rec = mem::LoadOff(c.arena.At(node) + detail::kNodeRec);
         detail::RaiseFloor(h, RecView{c.arena.At(rec)}.version());
         c.dead.push_back(rec);
         nodes.push_back(node);
         node = next;
       }
-      mem::StoreRelaxed32(&heads[i], 0);
+      mem::StoreOff(&heads[i], 0);
     }
     n += c.dead.size();
     PC_CRASH_POINT();
@@ -435,8 +435,8 @@ Status DropCollection(Ctx& c, std::string_view name) {
   for (uint32_t s = 0; s < h.nsegs; ++s) {
     Off so = dir[2 * s], ho = dir[2 * s + 1];
     if (so == 0) continue;
-    mem::StoreRelaxed32(&dir[2 * s], 0);
-    mem::StoreRelaxed32(&dir[2 * s + 1], 0);
+    mem::StoreOff(&dir[2 * s], 0);
+    mem::StoreOff(&dir[2 * s + 1], 0);
     FreeSegment(c, so, ho);
   }
   h.nsegs = 0;

@@ -33,7 +33,7 @@ Arena* Arena::Create(const ArenaOptions& o, std::string* err) {
     return nullptr;
   }
   if (cap > kMaxArenaBytes) {
-    *err = "arena_cap_mb above the 32768 MiB limit";
+    *err = "arena_cap_mb above the " + std::to_string(kMaxArenaBytes >> 20) + " MiB (1 TiB) limit";
     return nullptr;
   }
   uint32_t ngroups = static_cast<uint32_t>(cap / kGroupSize);
@@ -177,6 +177,24 @@ int64_t Arena::AllocGroups(uint32_t n, GroupKind kind) {
   int64_t g = AllocGroupsLocked(n, kind);
   Unlock(hdr()->group_lock);
   return g;
+}
+
+int64_t Arena::SkipGroupsForTest(uint32_t n) {
+  LockGroups();
+  ArenaHeader* h = hdr();
+  int64_t first = -1;
+  if (n > 0 && uint64_t{h->hwm_groups} + n <= h->ngroups) {
+    first = h->hwm_groups;
+    size_t end = (size_t{h->hwm_groups} + n) * kGroupSize;
+    for (uint32_t i = 1; i < n; ++i) __atomic_store_n(group_map_ + first + i, Entry(GroupKind::kRegion, i), __ATOMIC_RELEASE);
+    __atomic_store_n(group_map_ + first, Entry(GroupKind::kRegion, n), __ATOMIC_RELEASE);
+    h->hwm_groups += n;
+    // Readable as far as the lock-free bound checks go; shmem faults a page
+    // in only when it is touched, and nothing touches these.
+    if (h->populated_bytes.load(std::memory_order_relaxed) < end) h->populated_bytes.store(end, std::memory_order_release);
+  }
+  Unlock(h->group_lock);
+  return first;
 }
 
 int64_t Arena::AllocGroupsLocked(uint32_t n, GroupKind kind) {

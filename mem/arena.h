@@ -26,10 +26,11 @@
 // slab group's last page, a kLarge group's last unit) are given back to the
 // kernel (MADV_REMOVE) except on the hugetlb tier.
 //
-// Links inside the arena are 32-bit offsets in 8-byte units (Off), from the
-// arena base: 32 GiB of reach, bounds-checkable before a lock-free reader
-// follows one, and half the size of a pointer, which is what lets a 64-byte
-// bucket hold 11 slots (see docs/engine.md for the measurement).
+// Links inside the arena are offsets in 8-byte units (Off), from the arena
+// base: bounds-checkable before a lock-free reader follows one. A bucket
+// stores them in 40 bits (a 32-bit word and a byte), which lets a 64-byte
+// bucket hold 9 positions and reach 1 TiB (docs/memory.md, "Arenas up to
+// 1 TiB").
 //
 // Hugepage tier ladder, detected by trying (never by kernel version):
 //   1 hugetlb   MAP_HUGETLB (needs vm.nr_overcommit_hugepages or a pool)
@@ -57,15 +58,19 @@ inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
 // 6: page draining mark and per-class move counters (automove); the
 // route word carries a change count (cache/internal.h NextRoute);
 // 7: large objects in runs of 32 KiB units (mem/large.h): unit masks
-// replace the per-group pins, kLarge replaces kLargeHead / kLargeCont
-inline constexpr uint32_t kArenaLayoutVersion = 7;
+// replace the per-group pins, kLarge replaces kLargeHead / kLargeCont;
+// 8: 40-bit offsets (Off is 64 bits in memory and in every stored link,
+// a bucket has 9 positions of a 32-bit low word and a high byte, up to 1 TiB)
+inline constexpr uint32_t kArenaLayoutVersion = 8;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
-inline constexpr size_t kMaxArenaBytes = size_t{1} << 35;  // 32 GiB: u32 x 8
+inline constexpr size_t kMaxArenaBytes = size_t{1} << 40;  // 1 TiB (an Off below 2^37)
 inline constexpr uint32_t kMaxProcs = 256;
 
 // Offset from the arena base in kUnit units; 0 is null (the header is there).
-using Off = uint32_t;
+// Below 2^37 (kMaxArenaBytes / kUnit). Stored as 64 bits everywhere except a
+// bucket's positions (cache/bucket.h: a 32-bit word and a high byte).
+using Off = uint64_t;
 
 enum class Tier : uint8_t { kNone = 0, kHugetlb = 1, kThp = 2, kCollapse = 3, kSmall = 4 };
 const char* TierName(Tier t);
@@ -185,6 +190,11 @@ class Arena {
   // Returns the first group index, or -1 when the arena is full.
   int64_t AllocGroups(uint32_t n, GroupKind kind);
   int64_t AllocGroupsLocked(uint32_t n, GroupKind kind);  // group_lock held
+  // Tests only: take the next n groups as one region run *without faulting
+  // them in* (no memory is used), so that what is allocated next lies above
+  // them: how tests reach offsets beyond 32 GiB on a small machine. Returns
+  // the first group, or -1 when they do not fit under the cap.
+  int64_t SkipGroupsForTest(uint32_t n);
   // The group lock for callers in mem/ (slab pages): a dead holder's
   // half-done work is repaired first.
   void LockGroups();

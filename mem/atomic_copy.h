@@ -26,6 +26,16 @@ inline uint64_t LoadRelaxed64(const void* p) {
 inline uint32_t LoadRelaxed32(const void* p) {
   return __atomic_load_n(static_cast<const uint32_t*>(p), __ATOMIC_RELAXED);
 }
+// An Off is 64 bits (mem/arena.h): a 32-bit access to one would read or
+// write half of it. These catch that at compile time.
+uint32_t LoadRelaxed32(const uint64_t* p) = delete;
+void StoreRelaxed32(uint64_t* p, uint32_t v PC_LOC_PARAM) = delete;
+// An Off (mem/arena.h) stored in the arena: 64 bits, 8-aligned.
+inline uint64_t LoadOff(const void* p) { return LoadRelaxed64(p); }
+inline void StoreOff(void* p, uint64_t v PC_LOC_PARAM) {
+  PC_LOC_POINT();
+  __atomic_store_n(static_cast<uint64_t*>(p), v, __ATOMIC_RELAXED);
+}
 inline uint16_t LoadRelaxed16(const void* p) {
   return __atomic_load_n(static_cast<const uint16_t*>(p), __ATOMIC_RELAXED);
 }

@@ -27,6 +27,8 @@
 //      (cache/evict.cc Sample): spurious -OOM
 //  16  the large repair forgets a run at its group's end (large.cc)
 //  17  a large free gives back a group other objects still use (large.cc)
+//  18  the repair ignores a slot copy left in flight (cache/bucket.h
+//      FinishJournal): a position keeps a torn 40-bit Off
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -15,11 +15,12 @@
 namespace mem {
 namespace {
 
-// Private-stack link: cell bytes 4..7 (bytes 0..1 belong to a record: its
-// access byte and type; a free cell's are left alone).
-constexpr size_t kLinkOffset = 4;
-inline Off GetLink(const Arena& a, Off cell) { return LoadRelaxed32(a.At(cell) + kLinkOffset); }
-inline void SetLink(const Arena& a, Off cell, Off next) { StoreRelaxed32(a.At(cell) + kLinkOffset, next); }
+// Private-stack link: cell bytes 8..15 (bytes 0..1 belong to a record: its
+// access byte and type; a free cell's are left alone). Cells are at least
+// 16 bytes and 8-aligned.
+constexpr size_t kLinkOffset = 8;
+inline Off GetLink(const Arena& a, Off cell) { return LoadRelaxed64(a.At(cell) + kLinkOffset); }
+inline void SetLink(const Arena& a, Off cell, Off next) { StoreRelaxed64(a.At(cell) + kLinkOffset, next); }
 
 // Owner-only counter bump: a plain load + store, no locked RMW.
 inline void Bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
@@ -75,7 +76,7 @@ bool LocateCell(const Arena& a, Off cell, int cls, size_t* page_out, uint64_t** 
   size_t off = size_t{cell} * kUnit - page;
   if (!PageInUse(a, page, cls) || off < geo.first || (off - geo.first) % kClassSize[cls] != 0 ||
       (off - geo.first) / kClassSize[cls] >= geo.ncells) {
-    std::fprintf(stderr, "perfcached: free of cell %u outside a page of class %d (leaked)\n", cell, cls);
+    std::fprintf(stderr, "perfcached: free of cell %llu outside a page of class %d (leaked)\n", static_cast<unsigned long long>(cell), cls);
     return false;
   }
   size_t idx = (off - geo.first) / kClassSize[cls];
@@ -92,7 +93,7 @@ bool FreeCell(Arena& a, Off cell, int cls) {
   if (!LocateCell(a, cell, cls, &page, &word, &bit)) return false;
   uint64_t old = __atomic_fetch_and(word, ~bit, __ATOMIC_ACQ_REL);
   if (!(old & bit)) {
-    std::fprintf(stderr, "perfcached: double free of cell %u (refused)\n", cell);
+    std::fprintf(stderr, "perfcached: double free of cell %llu (refused)\n", static_cast<unsigned long long>(cell));
     return false;
   }
   PC_CRASH_POINT();
@@ -340,7 +341,7 @@ void Allocator::Free(Off cell) {
   if (cls >= kNumClasses) {
     // Hardened: an impossible class means a corrupted link; leak, never
     // corrupt a page (the overflow-node bug of cachedb_perf).
-    std::fprintf(stderr, "perfcached: free of cell %u with bad class %u (leaked)\n", cell, cls);
+    std::fprintf(stderr, "perfcached: free of cell %llu with bad class %u (leaked)\n", static_cast<unsigned long long>(cell), cls);
     return;
   }
   ClassCache& c = ps_->cls[cls];
@@ -437,7 +438,7 @@ LargeHeader* LargeOf(const Arena& a, Off cell) {
 }
 
 void FreeLargeNow(Arena& a, Off cell) {
-  if (!FreeLargeRun(a, cell)) std::fprintf(stderr, "perfcached: free of bad large object %u (leaked)\n", cell);
+  if (!FreeLargeRun(a, cell)) std::fprintf(stderr, "perfcached: free of bad large object %llu (leaked)\n", static_cast<unsigned long long>(cell));
 }
 
 }  // namespace
@@ -467,7 +468,7 @@ void FreeGlobal(Arena& a, Off cell) {
   if (cls == kLargeClass) {
     LargeHeader* lh = LargeOf(a, cell);
     if (lh == nullptr) {
-      std::fprintf(stderr, "perfcached: free of bad large object %u (leaked)\n", cell);
+      std::fprintf(stderr, "perfcached: free of bad large object %llu (leaked)\n", static_cast<unsigned long long>(cell));
       return;
     }
     PC_CRASH_POINT();
@@ -478,7 +479,7 @@ void FreeGlobal(Arena& a, Off cell) {
     return;
   }
   if (cls >= kNumClasses) {
-    std::fprintf(stderr, "perfcached: free of cell %u with bad class %u (leaked)\n", cell, cls);
+    std::fprintf(stderr, "perfcached: free of cell %llu with bad class %u (leaked)\n", static_cast<unsigned long long>(cell), cls);
     return;
   }
   if (FreeCell(a, cell, cls)) a.hdr()->freed_bytes.fetch_add(kClassSize[cls], std::memory_order_relaxed);

@@ -126,36 +126,37 @@ size_t ChunkBytes(int cls);
 // The lock covers claims, the current page and giving pages back.
 struct alignas(64) SlabPool {
   ShmLock lock;
-  Off current;                     // page claims come from (Off of the page; 0 = none)
   std::atomic<uint32_t> partial;   // pages that came back from full (hint for the search)
+  Off current;                     // page claims come from (Off of the page; 0 = none)
   uint32_t scan;                   // group where the search for a page with room resumes
+  uint32_t pad1;
   std::atomic<uint64_t> pages;     // pages in use by this class
   std::atomic<uint64_t> cells_total;  // cells in those pages
   std::atomic<uint64_t> pages_returned;  // pages given back after they came free
   std::atomic<uint64_t> moved;     // live cells automove relocated out of draining pages
   std::atomic<uint64_t> drained;   // pages marked draining
-  uint64_t pad2;
 };
 static_assert(sizeof(SlabPool) == 64);
-static_assert(offsetof(SlabPool, pages) == 16);
-static_assert(offsetof(SlabPool, moved) == 40);
+static_assert(offsetof(SlabPool, current) == 8);
+static_assert(offsetof(SlabPool, pages) == 24);
+static_assert(offsetof(SlabPool, moved) == 48);
 static_assert(std::is_standard_layout_v<SlabPool>);
 
 // One class's claim and private stack inside a ProcSlot. Owner-only writes
 // (and the adopter's, once the owner is dead). `base` changes only while
 // `mask` is 0. The stack holds cells this process freed, bits still set (a
 // replace reuses the cell it just freed, with no atomics); linked through
-// cell bytes 4..7, at most StackCells of them.
+// cell bytes 8..15, at most StackCells of them.
 struct ClassCache {
   Off base;          // cell of bit 0 of the claimed bitmap word
   Off stack;         // top of the private stack (0 = empty)
   uint64_t mask;     // cells of that word claimed and not handed out
   uint32_t stack_n;  // cells on the stack
-  uint32_t pad[3];
+  uint32_t pad;
 };
 static_assert(sizeof(ClassCache) == 32);
-static_assert(offsetof(ClassCache, mask) == 8);
-static_assert(offsetof(ClassCache, stack_n) == 16);
+static_assert(offsetof(ClassCache, mask) == 16);
+static_assert(offsetof(ClassCache, stack_n) == 24);
 
 // Cells a claim takes at most: 64, fewer for big cells (32 KiB a claim).
 inline constexpr uint32_t ClaimCells(size_t cell) {

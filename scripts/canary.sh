@@ -19,7 +19,8 @@ names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "the route word has no change count (ABA)"
        "eviction gives up on a sparse table (spurious -OOM)"
        "the large repair forgets a run at its group's end"
-       "a large free gives back a group other objects still use")
+       "a large free gives back a group other objects still use"
+       "the repair ignores a slot copy left in flight")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
@@ -42,7 +43,7 @@ for d in "${detectors[@]}"; do
   fi
 done
 caught=0
-for f in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do
+for f in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18; do
   by=""
   for d in "${detectors[@]}"; do
     if ! run "$f" "${d#*:}"; then by="${d%%:*}"; break; fi
@@ -53,5 +54,5 @@ for f in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do
     echo "canary fault $f (${names[$f]}): NOT CAUGHT by any detector"
   fi
 done
-echo "canary: $caught of 17 deliberate faults caught"
-[ "$caught" -eq 17 ]
+echo "canary: $caught of 18 deliberate faults caught"
+[ "$caught" -eq 18 ]

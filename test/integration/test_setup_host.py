@@ -131,7 +131,7 @@ class SetupHost(unittest.TestCase):
         p = self.run_script(config="[memory]\narena_mb = 1\n")
         self.assertEqual(p.returncode, 1)
         self.assertIn("does not validate", p.stderr)
-        self.assertIn("perfcached.conf:2: expected an integer in 16..32768", p.stderr)
+        self.assertIn("perfcached.conf:2: expected an integer in 16..1048576", p.stderr)
         p = self.run_script("--root", self.tmp)
         self.assertEqual(p.returncode, 1)
         self.assertIn("--root goes with --apply", p.stderr)

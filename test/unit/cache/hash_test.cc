@@ -49,18 +49,21 @@ TEST_GROUP(TagMatch){};
 TEST(TagMatch, NeverMissesAndStaysBelowUsed) {
   std::mt19937_64 rng(7);
   for (int iter = 0; iter < 200000; ++iter) {
-    uint8_t tags[cache::kSlots];
-    uint32_t used = static_cast<uint32_t>(rng() % (cache::kSlots + 1));
+    uint8_t tags[cache::kLive];
+    // used up to 15 (the ctl field's width): TagMatch clamps it to kLive.
+    uint32_t used = static_cast<uint32_t>(rng() % (iter % 8 == 0 ? 16 : cache::kLive + 1));
     uint8_t want = static_cast<uint8_t>(rng());
-    for (int i = 0; i < cache::kSlots; ++i) {
+    for (int i = 0; i < cache::kLive; ++i) {
       tags[i] = rng() % 4 == 0 ? want : static_cast<uint8_t>(rng());
     }
     uint64_t lo = 0;
-    uint32_t hi = used << 24;
+    // ctl: tag 8 in byte 0; byte 1 (a high byte) and the journal bits must
+    // not change the answer.
+    uint32_t ctl = static_cast<uint32_t>(rng() & 0xFF00FF00u) | tags[8] | (used << 16);
     for (int i = 0; i < 8; ++i) lo |= uint64_t{tags[i]} << (8 * i);
-    for (int i = 8; i < cache::kSlots; ++i) hi |= uint32_t{tags[i]} << (8 * (i - 8));
-    uint32_t m = cache::TagMatch(lo, hi, want);
-    for (uint32_t i = 0; i < cache::kSlots; ++i) {
+    uint32_t m = cache::TagMatch(lo, ctl, want);
+    CHECK_EQUAL(0u, m >> cache::kLive);
+    for (uint32_t i = 0; i < static_cast<uint32_t>(cache::kLive); ++i) {
       bool match = i < used && tags[i] == want;
       if (match) CHECK(m & (1u << i));   // no false negative
       if (i >= used) CHECK(!(m & (1u << i)));

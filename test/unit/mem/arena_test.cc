@@ -287,9 +287,9 @@ TEST(Arena, CreateErrors) {
   o.max_procs = mem::kMaxProcs;  // the limit itself is fine
   STRCMP_EQUAL("<created>", CreateError(o).c_str());
   o.max_procs = 8;
-  o.arena_cap_mb = 32769;  // above 32 GiB of Off reach
+  o.arena_cap_mb = (1u << 20) + 2;  // above 1 TiB of Off reach
   e = CreateError(o);
-  CHECK_TEXT(e.find("32768") != std::string::npos, e.c_str());
+  CHECK_TEXT(e.find("1048576") != std::string::npos, e.c_str());
   o.arena_cap_mb = 0;
   o.arena_mb = 4;  // metadata group + 2 groups do not fit
   e = CreateError(o);

@@ -29,14 +29,14 @@ void PrintLayoutOnce() {
   std::printf(
       "\n  layout: ArenaHeader=%zu (magic@%zu populated@%zu group_lock@%zu tier_note@%zu)"
       " SlabPool=%zu ProcSlot=%zu (cls@%zu) ClassCache=%zu ShmLock=%zu"
-      " cache::Bucket=%zu (seq@%zu lock@%zu tags_lo@%zu tags_hi@%zu slot@%zu)"
+      " cache::Bucket=%zu (seq@%zu lock@%zu tags_lo@%zu ctl@%zu lo@%zu hi@%zu)"
       " cache::TableHeader=%zu classes=%d\n",
       sizeof(ArenaHeader), offsetof(ArenaHeader, magic), offsetof(ArenaHeader, populated_bytes),
       offsetof(ArenaHeader, group_lock), offsetof(ArenaHeader, tier_note), sizeof(SlabPool),
       sizeof(ProcSlot), offsetof(ProcSlot, cls), sizeof(ClassCache), sizeof(mem::ShmLock),
       sizeof(cache::Bucket), offsetof(cache::Bucket, seq), offsetof(cache::Bucket, lock),
-      offsetof(cache::Bucket, tags_lo), offsetof(cache::Bucket, tags_hi),
-      offsetof(cache::Bucket, slot), sizeof(cache::TableHeader), mem::kNumClasses);
+      offsetof(cache::Bucket, tags_lo), offsetof(cache::Bucket, ctl), offsetof(cache::Bucket, lo),
+      offsetof(cache::Bucket, hi), sizeof(cache::TableHeader), mem::kNumClasses);
 }
 
 }  // namespace
@@ -64,8 +64,9 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(64u, alignof(SlabPool));
   CHECK_EQUAL(0u, offsetof(SlabPool, lock));
   CHECK_EQUAL(32u, sizeof(ClassCache));
-  CHECK_EQUAL(8u, offsetof(ClassCache, mask));
-  CHECK_EQUAL(16u, offsetof(SlabPool, pages));
+  CHECK_EQUAL(16u, offsetof(ClassCache, mask));
+  CHECK_EQUAL(8u, offsetof(SlabPool, current));
+  CHECK_EQUAL(24u, offsetof(SlabPool, pages));
   CHECK_EQUAL(32u, offsetof(ProcSlot, alloc_bytes));
   CHECK_EQUAL(128u, sizeof(mem::PageHeader));
   CHECK_EQUAL(64u, offsetof(mem::PageHeader, live));
@@ -75,7 +76,9 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(0u, sizeof(ProcSlot) % 64);
   CHECK(sizeof(ProcSlot) >= 64 + sizeof(ClassCache) * mem::kNumClasses);
   CHECK_EQUAL(4u, sizeof(mem::ShmLock));
-  CHECK_EQUAL(4u, sizeof(mem::Off));
+  CHECK_EQUAL(8u, sizeof(mem::Off));  // layout 8: 64 bits stored, 40 in a bucket
+  CHECK_EQUAL(size_t{1} << 40, mem::kMaxArenaBytes);
+  CHECK_EQUAL(8u, mem::kArenaLayoutVersion);
 }
 
 TEST(MemLayout, CacheStructs) {
@@ -83,9 +86,12 @@ TEST(MemLayout, CacheStructs) {
   CHECK_EQUAL(0u, offsetof(cache::Bucket, seq));
   CHECK_EQUAL(4u, offsetof(cache::Bucket, lock));
   CHECK_EQUAL(8u, offsetof(cache::Bucket, tags_lo));
-  CHECK_EQUAL(16u, offsetof(cache::Bucket, tags_hi));
-  CHECK_EQUAL(20u, offsetof(cache::Bucket, slot));
-  CHECK_EQUAL(64u, offsetof(cache::Bucket, slot) + sizeof(cache::Bucket{}.slot));
+  CHECK_EQUAL(16u, offsetof(cache::Bucket, ctl));
+  CHECK_EQUAL(20u, offsetof(cache::Bucket, lo));
+  CHECK_EQUAL(56u, offsetof(cache::Bucket, lo) + sizeof(cache::Bucket{}.lo));
+  CHECK_EQUAL(56u, offsetof(cache::Bucket, hi));
+  CHECK_EQUAL(9, cache::kSlots);
+  CHECK_EQUAL(9, cache::kLive);
   CHECK_EQUAL(448u, sizeof(cache::TableHeader));
   CHECK_EQUAL(384u, offsetof(cache::TableHeader, ver_floor));
   CHECK_EQUAL(80u, offsetof(cache::TableHeader, route));

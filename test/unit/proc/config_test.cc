@@ -279,7 +279,7 @@ TEST(Config, BadValues) {
   STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '2000'",
                LoadErr("[daemon]\nworkers = 2000\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '-1'", LoadErr("[daemon]\nworkers = -1\n").c_str());
-  STRCMP_EQUAL("F:2: expected an integer in 16..32768, got '99999999999'",
+  STRCMP_EQUAL("F:2: expected an integer in 16..1048576, got '99999999999'",
                LoadErr("[memory]\narena_mb = 99999999999\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 4..25, got '26'",
                LoadErr("[collection s]\nbuckets_log2 = 26\n").c_str());

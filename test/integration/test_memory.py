@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 import unittest
@@ -911,3 +912,49 @@ class TableGrowth(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BigArena(unittest.TestCase):
+    """Issue 10 part 4: arenas up to 1 TiB. The whole cap is mapped at start
+    (no memory reserved) with metadata for every 2 MiB group; offsets are 40
+    bits in a bucket. A 1 TiB cap starts, serves every value kind and stops
+    clean; one MiB more is refused by the configuration check."""
+
+    def test_a_one_tib_cap_starts_serves_and_stops(self):
+        d = Daemon(workers=2, arena_mb=64, overrides=["memory.arena_cap_mb=1048576"])
+        r = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=30)
+        try:
+            dump = mi_call(d, "mem_shm_dump")
+            self.assertEqual(dump["cap_bytes"], 1 << 40)
+            info = r.info("memory")
+            pipe = r.pipeline(transaction=False)
+            for i in range(20000):
+                pipe.set(b"k:%d" % i, value(i, 100))
+            pipe.execute()
+            self.assertEqual(r.hset("h", mapping={"f%d" % i: "v%d" % i for i in range(2000)}), 2000)
+            big = value(7, 3 << 20)
+            r.set("big", big)
+            self.assertEqual(r.dbsize(), 20002)
+            for i in range(0, 20000, 97):
+                self.assertEqual(r.get(b"k:%d" % i), value(i, 100))
+            self.assertEqual(r.hget("h", "f1999"), b"v1999")
+            self.assertEqual(r.get("big"), big)
+            # the metadata of 524,288 groups is there; the cap itself is not used
+            rss_kb = 0
+            with open("/proc/%d/status" % d.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        rss_kb = int(line.split()[1])
+            self.assertLess(rss_kb, 512 * 1024, "supervisor RSS %d kB" % rss_kb)
+            print("\n  1 TiB cap: supervisor RSS %d MiB, used_memory %d MiB before the writes"
+                  % (rss_kb >> 10, info["used_memory"] >> 20))
+        finally:
+            r.close()
+            self.assertEqual(d.stop(), 0, d.read_log()[-2000:])
+
+    def test_above_one_tib_is_refused(self):
+        from harness import BIN
+        p = subprocess.run([BIN, "-C", "-o", "memory.arena_cap_mb=1048577"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("1048576", p.stderr)

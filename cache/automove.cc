@@ -138,6 +138,11 @@ namespace {
 // Under the lock of whatever links `rec`: a copy of it in a new cell of its
 // class outside every marked page, with the next version. 0 when the
 // record is not in a marked page or no cell could be had.
+// The class's `moved` counts a copy once it is linked (CountMoved).
+void CountMoved(mem::Arena& a, Off fresh) {
+  uint8_t cls = mem::CellClass(a, fresh);
+  if (cls < mem::kNumClasses) mem::PoolAt(a, cls)->moved.fetch_add(1, std::memory_order_relaxed);
+}
 Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
   mem::Arena& a = c.arena;
   uint8_t cls = mem::CellClass(a, rec);
@@ -155,7 +160,6 @@ Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vec
   if (fresh == 0) return 0;
   char* dst = a.At(fresh);
   mem::AtomicCopyIn(dst, a.At(rec), mem::kClassSize[cls]);
-  mem::PoolAt(a, cls)->moved.fetch_add(1, std::memory_order_relaxed);
   RecView v{dst};
   if (!PC_CANARY(11)) v.set_meta(v.expire(), NextVersion(v.version()));
   PC_CRASH_POINT();
@@ -201,6 +205,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
         }
         Off old = SlotAt(*b, static_cast<int>(i));
         ReplaceSlot(*b, static_cast<int>(i), fresh[i]);
+        CountMoved(a, fresh[i]);
         PC_CRASH_POINT();
         c.dead.push_back(old);
       }
@@ -233,6 +238,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     for (const auto& [node, fresh] : swaps) {
       c.dead.push_back(mem::LoadOff(a.At(node) + kNodeRec));
       mem::StoreOff(a.At(node) + kNodeRec, fresh);
+      CountMoved(a, fresh);
       PC_CRASH_POINT();
     }
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);

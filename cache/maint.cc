@@ -470,7 +470,9 @@ void RepairBucketLocked(Ctx& c, const TableHeader& h, uint64_t idx, Bucket& b) {
   // overflow copy ("a key is in its bucket or in overflow, never both").
   // The node is leaked, not freed (see above).
   auto& th = const_cast<TableHeader&>(h);
-  if (n > 0 && th.ovf.count.load(std::memory_order_acquire) != 0) {
+  // The count is raised before a link (ops.cc), but a holder killed inside
+  // the overflow lock is reason enough to look.
+  if (n > 0 && (th.ovf.count.load(std::memory_order_acquire) != 0 || mem::LockHolder(th.ovf.lock) != 0)) {
     LockOverflow(c, th);
     for (uint32_t i = 0; i < n; ++i) {
       std::string_view key;

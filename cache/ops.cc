@@ -568,7 +568,8 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     bool full = i < 0 && onode == 0 && UsedOf(*b) >= kLive;
     // A full bucket has no scratch position for a record in another 32 GiB
     // (bucket.h ReplaceSlot): the new record goes to overflow instead.
-    bool spill = i >= 0 && !CanReplaceSlot(*b, i, nrec);
+    bool spill = i >= 0 && !CanReplaceSlot(*b, i, nrec) &&
+                 !(live_old && !o.if_newer && SameValue(a, old, nrec, key.size()));
     if (st == Status::kOk && (full || spill) && node == 0) {
       // Bucket full: drop the locks, allocate an overflow node, retry.
       if (ovf_locked) mem::Unlock(h.ovf.lock);
@@ -632,9 +633,12 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       mem::StoreOff(np + kNodeNext, mem::LoadOff(head));
       PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-      mem::StoreOff(head, node);  // linked by one store: crash-consistent
-      PC_CRASH_POINT();
+      // The count first: it is never below the nodes linked, so a bucket's
+      // repair that finds it 0 may skip overflow (a spill killed after the
+      // link left the key in both; the repair must see the overflow copy).
       h.ovf.count.fetch_add(1, std::memory_order_release);
+      PC_CRASH_POINT();
+      mem::StoreOff(head, node);  // linked by one store: crash-consistent
       PC_CRASH_POINT();
       h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
       node = 0;
@@ -650,6 +654,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       // in both; the bucket's repair keeps the bucket's (old) record.
       WriteBegin(*b);
       link_node();
+      PC_CRASH_POINT();
       RemoveSlot(*b, i);
       WriteEnd(*b);
     } else if (onode != 0) {

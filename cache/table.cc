@@ -186,19 +186,35 @@ Status InitCatalog(mem::Arena& a, uint64_t seed) {
 
 namespace {
 
+// A freed segment is linked through bucket 0's positions (bytes 24..39),
+// never its seq or lock words: a stale operation may still lock a bucket
+// of a dropped table, and must find it unlocked.
+constexpr size_t kFreeNext = 24, kFreeHints = 32;
+static_assert(kFreeNext >= offsetof(Bucket, lo) && kFreeHints + 8 <= offsetof(Bucket, hi));
+
 // A segment pair (buckets + hints): from the free list, else fresh.
 bool AllocSegment(Ctx& c, Off* seg, Off* hints) {
   Catalog* cat = c.catalog;
   LockCatalog(*cat);
   Off f = cat->free_segs;
   if (f != 0) {
-    const char* p = c.arena.At(f);  // a freed segment: next @0, its hints @8
-    cat->free_segs = mem::LoadOff(p);
-    *hints = mem::LoadOff(p + 8);
+    const char* p = c.arena.At(f);
+    cat->free_segs = mem::LoadOff(p + kFreeNext);
+    *hints = mem::LoadOff(p + kFreeHints);
+    if (cat->free_segs != 0 && c.arena.ReadableFrom(cat->free_segs) < kSegBuckets * sizeof(Bucket)) {
+      cat->free_segs = 0;  // a broken link: the rest of the list leaks
+    }
+    if (*hints == 0 || c.arena.ReadableFrom(*hints) < kSegBuckets * sizeof(uint32_t)) {
+      *hints = 0;  // a broken link: fresh hints below
+    }
     mem::Unlock(cat->lock);
     mem::AtomicZero(c.arena.At(f), kSegBuckets * sizeof(Bucket));
-    mem::AtomicZero(c.arena.At(*hints), kSegBuckets * sizeof(uint32_t));
     *seg = f;
+    if (*hints == 0) {
+      *hints = c.arena.RegionAlloc(kSegBuckets * sizeof(uint32_t));
+      return *hints != 0;
+    }
+    mem::AtomicZero(c.arena.At(*hints), kSegBuckets * sizeof(uint32_t));
     return true;
   }
   mem::Unlock(cat->lock);
@@ -211,8 +227,8 @@ void FreeSegment(Ctx& c, Off seg, Off hints) {
   Catalog* cat = c.catalog;
   LockCatalog(*cat);
   char* p = c.arena.At(seg);
-  mem::StoreOff(p, cat->free_segs);
-  mem::StoreOff(p + 8, hints);
+  mem::StoreOff(p + kFreeNext, cat->free_segs);
+  mem::StoreOff(p + kFreeHints, hints);
   cat->free_segs = seg;
   mem::Unlock(cat->lock);
 }

@@ -58,6 +58,7 @@ namespace {
 using mem::Status;
 
 constexpr int kImmortal = 64;
+constexpr int kMortalO = 128;  // seeded into "o" (16 buckets, never grows)
 
 std::string Imm(int i) { return "imm:" + std::to_string(i); }
 std::string ImmVal(int i) { return std::string(40 + i % 30, static_cast<char>('A' + i % 26)); }
@@ -547,6 +548,11 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
   for (int i = 0; i < 120; ++i) (void)cache::Set(c, ta, "k:" + std::to_string(i), val(i, 8 + i % 90));
   (void)cache::GrowStep(c, ta, 64);  // split
   for (int i = 0; i < 40; ++i) (void)cache::Set(c, ta, "k:" + std::to_string(i), val(i + 1, 20));
+  // "o"'s full buckets hold seeded keys; their new records (3000 bytes:
+  // pages of an order no group below the skipped 32 GiB has) lie above
+  // 32 GiB, so a rewrite spills the key to overflow (cache/ops.cc) or goes
+  // through the scratch position (cache/bucket.h ReplaceSlot).
+  for (int i = 0; i < kMortalO; i += 3) (void)cache::Set(c, to, "om:" + std::to_string(i), val(i, 3000 + round));
   cache::StoreOpts ttl;
   ttl.expire_ms = now + 100000;
   for (int i = 40; i < 50; ++i) {
@@ -734,6 +740,9 @@ void Seed(cache::Ctx& c) {
   cache::TableRef ta, to;
   (void)cache::CreateCollection(c, "a", a, &ta);
   (void)cache::CreateCollection(c, "o", o, &to);
+  // Mortal keys of "o" first: they fill its buckets (10 a bucket on
+  // average, 9 positions), and the victim rewrites them (Workload).
+  for (int i = 0; i < kMortalO; ++i) (void)cache::Set(c, to, "om:" + std::to_string(i), std::string(8, 'o'));
   for (int i = 0; i < kImmortal; ++i) {
     (void)cache::Set(c, i % 2 ? to : ta, Imm(i), ImmVal(i));
   }

@@ -126,7 +126,7 @@ bool Split(Ctx& c, TableHeader& h) {
     LockOverflow(c, h);
     ovf_locked = true;
     Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
-    uint32_t bits = std::min<uint32_t>(level + 1, 10);
+    uint32_t bits = std::min<uint32_t>(level + 1, kOvfBits);
     uint64_t m = (uint64_t{1} << bits) - 1;
     for (uint64_t j = 0; j < kOvfHeads; ++j) {
       if ((j & m) != (s & m) && (j & m) != (p & m)) continue;

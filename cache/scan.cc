@@ -90,7 +90,7 @@ void SnapshotBucket(Ctx& c, const TableHeader& h, uint64_t idx, bool values, uin
 void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool values, uint32_t cap,
                       std::vector<Item>* out) {
   const mem::Arena& a = c.arena;
-  uint32_t bits = std::min<uint32_t>(l0, 10);
+  uint32_t bits = std::min<uint32_t>(l0, kOvfBits);
   uint64_t step = uint64_t{1} << bits;
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   size_t base = out->size();

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "cache/number.h"
+
 namespace db {
 
 namespace {
@@ -436,6 +438,11 @@ bool RdbRestore(std::string_view payload, cache::Entry* e, std::string* err, std
     case kRdbString: {
       bool was_int = false;
       ok = r.String(&e->value, &was_int);
+      // RDB encodes integers up to 32 bits: a wider counter arrives as its
+      // digits. Redis keeps any canonical integer string as an integer
+      // (tryObjectEncoding), and so do we: a counter comes back a counter.
+      int64_t v;
+      if (ok && !was_int && e->value.size() <= 20 && cache::ParseInt64(e->value, &v)) was_int = true;
       e->type = was_int ? cache::kTypeInt : cache::kTypeString;
       break;
     }

@@ -94,12 +94,33 @@ TEST(Rdb, RoundTripsEveryType) {
     CHECK(db::RdbDump(e, &p, &err));
     LONGS_EQUAL(db::kRdbDumpVersion, static_cast<uint8_t>(p[p.size() - 10]));
     cache::Entry back = Restore(p);
-    // RDB has integer encodings up to 32 bits only: a wider counter comes
-    // back as a string of the same digits (INCR makes it a counter again).
-    bool wide = &e == &in[1];
-    LONGS_EQUAL(wide ? int{cache::kTypeString} : int{e.type}, int{back.type});
+    // RDB has integer encodings up to 32 bits only: a wider counter goes as
+    // its digits and comes back a counter (as Redis keeps any canonical
+    // integer string an integer).
+    LONGS_EQUAL(int{e.type}, int{back.type});
     CHECK(e.value == back.value);
   }
+}
+
+TEST(Rdb, DigitsComeBackACounterOnlyWhenCanonical) {
+  // Strings of digits that are not canonical int64 stay strings: a leading
+  // zero or '+', a space, 2^63, more than 20 bytes.
+  for (const char* v : {"007", "+5", " 5", "9223372036854775808", "-0", "1e3", "123456789012345678901"}) {
+    cache::Entry e;
+    e.type = cache::kTypeString;
+    e.value = v;
+    std::string p, err;
+    CHECK(db::RdbDump(e, &p, &err));
+    cache::Entry back = Restore(p);
+    LONGS_EQUAL(int{cache::kTypeString}, int{back.type});
+    STRCMP_EQUAL(v, back.value.c_str());
+  }
+  cache::Entry e;
+  e.type = cache::kTypeString;
+  e.value = "-9223372036854775807";  // canonical: a counter, as in Redis
+  std::string p, err;
+  CHECK(db::RdbDump(e, &p, &err));
+  LONGS_EQUAL(int{cache::kTypeInt}, int{Restore(p).type});
 }
 
 TEST(Rdb, SmallCountersUseRedisIntegerEncodings) {

@@ -7,38 +7,16 @@
 
 #include "cache/internal.h"
 #include "test/unit/cache/fixture.h"
+#include "test/unit/cache/child.h"  // includes CppUTest: after the standard headers
 // CppUTest last: its operator-new macros must not meet the standard headers.
 #include "CppUTest/TestHarness.h"
 
 using mem::Status;
 using namespace cache;
+using testing::DieInChild;
+using testing::KeyInBucket;
 
 namespace {
-
-// Run `fn` in a forked child with its own Ctx on slot 1; the child dies
-// with _exit(0) right after, whatever it holds.
-template <typename Fn>
-void DieInChild(mem::Arena& a, Fn fn) {
-  pid_t p = fork();
-  if (p == 0) {
-    Ctx c(a, 1);
-    fn(c);
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(p, &st, 0);
-  // The child reports: a crash of the child itself (not the planned death
-  // with a lock held) must fail the parent's test.
-  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not get to its planned death");
-}
-
-// A key that routes to bucket `idx` under the current route.
-std::string KeyInBucket(Ctx& c, const TableRef& t, uint64_t idx, int skip = 0) {
-  for (int i = 0;; ++i) {
-    std::string k = "probe:" + std::to_string(i);
-    if (detail::RouteIdx(t.h->route.load(), detail::HashOf(c, k)) == idx && skip-- == 0) return k;
-  }
-}
 
 void CheckAllUnlocked(mem::Arena& a, const TableRef& t) {
   uint64_t span = uint64_t{t.h->nsegs} << kSegShift;

@@ -10,10 +10,13 @@
 #include "cache/hash_ops.h"
 #include "cache/internal.h"
 #include "test/unit/cache/fixture.h"
+#include "test/unit/cache/child.h"  // includes CppUTest: after the standard headers
 
 #include "CppUTest/TestHarness.h"
 
 using namespace cache;
+using testing::DieInChild;
+using testing::KeyInBucket;
 using mem::Off;
 using mem::Status;
 
@@ -53,25 +56,7 @@ void CheckAll(Ctx& c, const TableRef& t, int n, int round, int deleted_every = 0
   }
 }
 
-template <typename Fn>
-void DieInChild(mem::Arena& a, Fn fn) {
-  pid_t p = fork();
-  if (p == 0) {
-    Ctx c(a, 1);
-    fn(c);
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(p, &st, 0);
-  CHECK_TEXT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child did not get to its planned death");
-}
 
-std::string KeyInBucket(Ctx& c, const TableRef& t, uint64_t idx, int skip) {
-  for (int i = 0;; ++i) {
-    std::string k = "probe:" + std::to_string(i);
-    if (detail::RouteIdx(t.h->route.load(), detail::HashOf(c, k)) == idx && skip-- == 0) return k;
-  }
-}
 
 }  // namespace
 

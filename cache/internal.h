@@ -128,7 +128,8 @@ void UnlockKey(TableHeader& h, const KeyLock& k);
 
 // Tests only: run by the read-modify-write Ops (string_ops.cc, key_ops.cc)
 // between their read and their version-checked store or delete, i.e. a
-// concurrent writer at the worst moment. Empty in production.
+// concurrent writer at the worst moment (and by DbSize between its two
+// counts). Empty in production.
 inline thread_local std::function<void()> rmw_test_hook;
 inline void BetweenReadAndWrite() {
   if (rmw_test_hook) [[unlikely]] rmw_test_hook();

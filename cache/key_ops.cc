@@ -260,10 +260,20 @@ Status RandomKey(Ctx& c, const TableRef& t, std::string* key) {
 }
 
 uint64_t DbSize(Ctx& c, const TableRef& t) {
-  // The entries first, then the expired ones: a sweep in between makes the
-  // answer high by what it removed (today's count), never low.
-  uint64_t n = CollectionEntries(c, t);
-  uint64_t dead = CountExpired(c, t);
+  // The entries first, then the expired ones: a removal in between (the
+  // timer's sweep, counted before it unlocks the bucket) would make the
+  // answer high by what it removed, so the destroyed count is read around
+  // both and a changed one means counting again (a few times at most: under
+  // a steady stream of deletes the answer is as of some instant in the
+  // call, high by at most what was removed during it).
+  uint64_t n = 0, dead = 0;
+  for (int tries = 0; tries < 4; ++tries) {
+    uint64_t before = SumStat(c, t, kStatDestroyed);
+    n = CollectionEntries(c, t);
+    detail::BetweenReadAndWrite();  // tests: a sweep at the worst moment
+    dead = CountExpired(c, t);
+    if (SumStat(c, t, kStatDestroyed) == before) break;
+  }
   return n > dead ? n - dead : 0;
 }
 

@@ -323,6 +323,13 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
       WriteEnd(*b);
     }
     SetHint(a, h, idx, MinHint(a, *b));
+    // Counted before the unlock: DBSIZE (cache/key_ops.cc DbSize) sees a
+    // removal either in the bucket or in the destroyed count, never in
+    // neither.
+    if (!c.dead.empty()) {
+      Count(c, h, kStatExpired, c.dead.size());
+      Count(c, h, kStatDestroyed, c.dead.size());
+    }
     mem::Unlock(b->lock);
     // After unlock: report, then free (the cells are still ours to read).
     for (Off rec : c.dead) {
@@ -361,6 +368,10 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
     }
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    if (!c.dead.empty()) {
+      Count(c, h, kStatExpired, c.dead.size());
+      Count(c, h, kStatDestroyed, c.dead.size());
+    }
     mem::Unlock(h.ovf.lock);
     for (Off rec : c.dead) {
       std::string_view key;
@@ -370,10 +381,6 @@ uint32_t SweepExpired(Ctx& c, const TableRef& t, uint32_t budget,
     for (Off n : nodes) c.alloc.Free(n);
     removed += static_cast<uint32_t>(c.dead.size());
     c.dead.clear();
-  }
-  if (removed) {
-    Count(c, h, kStatExpired, removed);
-    Count(c, h, kStatDestroyed, removed);
   }
   return removed;
 }

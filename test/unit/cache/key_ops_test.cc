@@ -123,6 +123,27 @@ TEST(KeyOps, DbSizeLeavesOutExpiredUnsweptKeys) {
   CHECK_EQUAL(0u, cache::DbSize(c(), t));
 }
 
+// Regression (CI, test_db): DBSIZE answered 30003 for 30000 live keys when
+// the timer's sweep removed three expired keys between its count of entries
+// and its count of expired-but-present keys. The sweep now counts before it
+// unlocks, and DbSize counts again when the destroyed count moved.
+TEST(KeyOps, DbSizeIsExactWhenASweepRunsBetweenItsCounts) {
+  int64_t now = cache::NowMs(c());
+  cache::StoreOpts soon;
+  soon.expire_ms = now + 500;
+  for (int i = 0; i < 400; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  for (int i = 400; i < 450; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v", soon) == Status::kOk);
+  c().clock_skew_ms += 2000;  // the 50 "soon" keys are expired, unswept
+  int sweeps = 0;
+  cache::detail::rmw_test_hook = [&] {
+    if (sweeps++ == 0) CHECK_EQUAL(50u, cache::SweepExpired(c(), t, 1u << 20, {}));
+  };
+  CHECK_EQUAL(400u, cache::DbSize(c(), t));
+  CHECK(sweeps >= 1);
+  cache::detail::rmw_test_hook = nullptr;
+  c().clock_skew_ms -= 2000;
+}
+
 TEST(KeyOps, ExpirePersistTtl) {
   bool changed = true;
   CHECK(cache::Expire(c(), t, "absent", cache::NowMs(c()) + 1000, cache::ExpireCond::kAlways,

@@ -15,7 +15,12 @@ perfcached 2 workers, redis-server its one thread plus its fsync thread.
                                 [--workers W] [--dir DIR]
 
 Each row is run R times (default 3), the two servers alternated, and the
-medians compared.
+medians compared. Next to requests/s: the server's CPU time per SET (user
++ system of all its processes and threads over the run; perfcached's
+supervisor, workers, timer and WAL process). At pipeline 1 on two cores
+redis-benchmark itself is the bottleneck (one core at 100%), so requests/s
+swings by +-7% between identical runs; the CPU per SET is the steadier
+figure of what each server costs (CPU ratio below 1 = perfcached cheaper).
 
 --dir: where the files go (default: a temporary directory under /var/tmp,
 a real disk; /tmp may be tmpfs, where fsync costs nothing). Timings are
@@ -52,15 +57,43 @@ def wait_ping(port, timeout=60):
     raise RuntimeError("server on port %d did not answer PONG" % port)
 
 
-def bench(port, a, pipeline):
+def cpu_ticks(pid):
+    """utime + stime of a process (all its threads), in clock ticks; 0 if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def process_tree(pid):
+    """pid and its children (perfcached's supervisor and the processes it forked)."""
+    pids = [pid]
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                pids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def bench(port, a, pipeline, pid):
+    """(SET requests/s, server CPU microseconds per SET): the server's
+    processes' user + system time over the run (kernel threads such as the
+    file system's journal are not counted, for either server)."""
     n = a.requests * (10 if pipeline > 1 else 1)
+    pids = process_tree(pid)
+    t0 = sum(cpu_ticks(x) for x in pids)
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-r", "1000000",
                           "-c", str(a.clients), "-P", str(pipeline), "-d", str(a.size), "-q"],
                          capture_output=True, text=True, timeout=900).stdout
     m = re.findall(r"SET: ([\d.]+) requests per second", out)
     if not m:
         raise RuntimeError("redis-benchmark printed no SET figure: " + out[-400:])
-    return float(m[-1])
+    t1 = sum(cpu_ticks(x) for x in pids)
+    return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n
 
 
 def run_redis(d, policy):
@@ -124,19 +157,23 @@ def main():
             print(" pipeline %d:" % pipeline)
             for pc_policy, redis_policy in (("off", "off"), ("no", "no"), ("everysec", "everysec"),
                                             ("always", "always")):
-                r_runs, p_runs, extra = [], [], ""
+                r_runs, p_runs, r_cpu, p_cpu, extra = [], [], [], [], ""
                 for _ in range(a.runs):
                     d = tempfile.mkdtemp(dir=base)
                     port, p = run_redis(d, redis_policy)
                     try:
-                        r_runs.append(bench(port, a, pipeline))
+                        rps, cpu = bench(port, a, pipeline, p.pid)
+                        r_runs.append(rps)
+                        r_cpu.append(cpu)
                     finally:
                         stop(p)
                     shutil.rmtree(d, ignore_errors=True)
                     d = tempfile.mkdtemp(dir=base)
                     port, p = run_perfcached(d, pc_policy, a.workers)
                     try:
-                        p_runs.append(bench(port, a, pipeline))
+                        rps, cpu = bench(port, a, pipeline, p.pid)
+                        p_runs.append(rps)
+                        p_cpu.append(cpu)
                         info = subprocess.run([REDIS_CLI, "-p", str(port), "info", "persistence"],
                                               capture_output=True, text=True).stdout
                         n = re.search(r"wal_fsyncs:(\d+)", info)
@@ -149,9 +186,11 @@ def main():
                         stop(p)
                     shutil.rmtree(d, ignore_errors=True)
                 pm, rm = statistics.median(p_runs), statistics.median(r_runs)
-                print("  perfcached fsync=%-8s %10.0f/s   redis-server %-21s %10.0f/s   ratio %.2f%s" %
-                      (pc_policy, pm, "appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy,
-                       rm, pm / rm, extra))
+                pc, rc = statistics.median(p_cpu), statistics.median(r_cpu)
+                print("  perfcached fsync=%-8s %10.0f/s %5.1f us/SET   redis-server %-21s %10.0f/s %5.1f us/SET"
+                      "   ratio %.2f, CPU ratio %.2f%s" %
+                      (pc_policy, pm, pc, "appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy,
+                       rm, rc, pm / rm, pc / rc if rc else 0, extra))
                 sys.stdout.flush()
     finally:
         shutil.rmtree(base, ignore_errors=True)

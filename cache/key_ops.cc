@@ -260,19 +260,22 @@ Status RandomKey(Ctx& c, const TableRef& t, std::string* key) {
 }
 
 uint64_t DbSize(Ctx& c, const TableRef& t) {
-  // The entries first, then the expired ones: a removal in between (the
-  // timer's sweep, counted before it unlocks the bucket) would make the
-  // answer high by what it removed, so the destroyed count is read around
-  // both and a changed one means counting again (a few times at most: under
-  // a steady stream of deletes the answer is as of some instant in the
-  // call, high by at most what was removed during it).
+  // The entries first, then the expired ones. Between the two, a removal
+  // (the timer's sweep, a DEL: both counted before they unlock the bucket)
+  // or a split or merge (expired records moved behind the walk) would make
+  // the answer high, so those counts are read around both and a change
+  // means counting again (a few times at most: under a steady stream of
+  // deletes the answer is high by at most what was removed meanwhile).
+  auto moves = [&] {
+    return SumStat(c, t, kStatDestroyed) + SumStat(c, t, kStatSplits) + SumStat(c, t, kStatMerges);
+  };
   uint64_t n = 0, dead = 0;
   for (int tries = 0; tries < 4; ++tries) {
-    uint64_t before = SumStat(c, t, kStatDestroyed);
+    uint64_t before = moves();
     n = CollectionEntries(c, t);
     detail::BetweenReadAndWrite();  // tests: a sweep at the worst moment
     dead = CountExpired(c, t);
-    if (SumStat(c, t, kStatDestroyed) == before) break;
+    if (moves() == before) break;
   }
   return n > dead ? n - dead : 0;
 }

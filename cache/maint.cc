@@ -192,12 +192,12 @@ bool Split(Ctx& c, TableHeader& h) {
     }
     mem::Unlock(h.ovf.lock);
   }
+  Count(c, h, kStatSplits);  // before the unlocks: DbSize (key_ops.cc) sees it or the old places
   WriteEnd(*bp);
   WriteEnd(*bs);
   mem::Unlock(bp->lock);
   mem::Unlock(bs->lock);
   for (uint32_t i = 0; i < nhomes; ++i) c.alloc.Free(homes[i].node);
-  Count(c, h, kStatSplits);
   return true;
 }
 
@@ -242,11 +242,11 @@ bool Merge(Ctx& c, TableHeader& h) {
   ClearBucketLocked(*bp);
   SetHint(a, h, t, MinHint(a, *bt));
   SetHint(a, h, p, 0);
+  Count(c, h, kStatMerges);  // before the unlocks, as a split's
   WriteEnd(*bp);
   WriteEnd(*bt);
   mem::Unlock(bp->lock);
   mem::Unlock(bt->lock);
-  Count(c, h, kStatMerges);
   return true;
 }
 

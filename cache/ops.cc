@@ -727,15 +727,20 @@ Status DelImpl(Ctx& c, const TableRef& t, std::string_view key, uint64_t want_ve
     UnlockKey(h, k);
     return Status::kVersion;
   }
-  if (k.rec != 0) UnlinkKeyLocked(a, h, k);
-  UnlockKey(h, k);
-  if (k.rec == 0) return Status::kNotFound;
+  if (k.rec == 0) {
+    UnlockKey(h, k);
+    return Status::kNotFound;
+  }
+  UnlinkKeyLocked(a, h, k);
   int64_t exp = RecView{a.At(k.rec)}.expire();
   bool expired = exp != 0 && Expired(exp, NowMs(c));
-  FreeValue(c, k.rec);
-  c.alloc.Free(k.node);
+  // Counted before the unlock, as the sweep does: DBSIZE (key_ops.cc
+  // DbSize) sees the removal in the bucket or in the count, never neither.
   Count(c, h, kStatDestroyed);
   Count(c, h, expired ? kStatExpired : counted);
+  UnlockKey(h, k);
+  FreeValue(c, k.rec);
+  c.alloc.Free(k.node);
   return expired ? Status::kNotFound : Status::kOk;
 }
 }  // namespace

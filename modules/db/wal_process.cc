@@ -273,16 +273,17 @@ class Pump {
   uint64_t last_records_ = 0, last_sync_us_ = 0;
 };
 
-// fsync = always, group commit. When writes arrived while the last fsync
-// ran (more clients are writing than one fsync covered), wait one fsync's
-// time (at most kGatherMaxUs) before draining: the next fsync then covers
-// the writes of that time too. When none arrived (every writer was waiting
-// in that fsync: a lone client, or a few), drain at once; a nap there would
-// only add its length to every write. Without it, one fsync per ~12 writes
-// at pipeline 1 (50 clients) cost 1.7x redis-server's CPU per SET;
-// redis-server fsyncs once per event-loop round (bench/wal.py,
-// docs/persistence.md "Group commit"). One nap, not a poll of the rings:
-// waking every 20 us cost what the fsyncs saved.
+// fsync = always, group commit. When the last fsync covered several
+// writes (at least kGatherMinRecords) and as many more arrived while it
+// ran, more clients are writing than one fsync covers: wait one fsync's
+// time (at most kGatherMaxUs) before draining, so the next fsync covers
+// the writes of that time too. Otherwise (a lone client, a few, or one
+// client's pipeline whose first record woke us) drain at once: a nap
+// there would only add its length to every write. Without it, one fsync
+// per ~12 writes at pipeline 1 (50 clients) cost 1.7x redis-server's CPU
+// per SET; redis-server fsyncs once per event-loop round (bench/wal.py,
+// docs/persistence.md "Group commit window"). One nap, not a poll of the
+// rings: waking every 20 us cost what the fsyncs saved.
 constexpr uint64_t kGatherMinRecords = 4;
 constexpr uint64_t kGatherMaxUs = 1000;
 
@@ -296,7 +297,9 @@ uint64_t PendingBytes(db::WalShared* w) {
 }
 
 void Gather(db::WalShared* w, const Pump& pump) {
-  if (pump.last_records() == 0) return;
+  // A batch of a few: its writers were all there was (or one client's
+  // pipeline, caught at its first record): no nap.
+  if (pump.last_records() < kGatherMinRecords) return;
   uint64_t per_record = pump.last_bytes() / pump.last_records();
   if (PendingBytes(w) < kGatherMinRecords * std::max<uint64_t>(per_record, 1)) return;
   usleep(static_cast<useconds_t>(std::min(pump.last_sync_us(), kGatherMaxUs)));

@@ -372,6 +372,24 @@ TEST(Catalog, ResizeBothWays) {
   for (int i = 0; i < 200; ++i) STRCMP_EQUAL("v", Get(c(), a, testing::Key(i)).c_str());
 }
 
+// At a low level a split's keys lie in many overflow chains (every chain
+// whose low level+1 bits are s or p): all of them are visited, so both
+// halves fill. (Visiting one chain per half still passed the test above,
+// whose later splits at level >= kOvfBits bring everything home anyway.)
+TEST(Ops, EarlySplitsTakeHomeFromEveryChainOfTheirHalves) {
+  cache::TableRef g = f->Table("early", 16);
+  for (int i = 0; i < 2000; ++i) CHECK(cache::Set(c(), g, testing::Key(i), testing::Key(i)) == Status::kOk);
+  CHECK_EQUAL(2000u - 16u * cache::kLive, g.h->ovf.count.load());
+  // 16 splits: 16 -> 32 buckets at level 4, each half filled from overflow
+  // (~62 of its keys there, spread over 128 chains).
+  CHECK_EQUAL(16u, cache::GrowStep(c(), g, 16));
+  cache::CollectionInfo ci;
+  CHECK(cache::CollectionInfoOf(c(), g, &ci));
+  CHECK_EQUAL(32u, ci.buckets);
+  CHECK_EQUAL(2000u - 32u * cache::kLive, g.h->ovf.count.load());
+  for (int i = 0; i < 2000; ++i) STRCMP_EQUAL(testing::Key(i).c_str(), Get(c(), g, testing::Key(i)).c_str());
+}
+
 TEST(Ops, OverflowEntriesComeHomeOnSplit) {
   cache::TableRef g = f->Table("late", 16);
   // Insert 20,000 keys into 16 buckets before any growth: nearly all spill.

@@ -92,6 +92,7 @@ struct Conn {
   uint64_t hold_until = 0;
   int64_t hold_since_ms = 0;  // when the hold began (DropHeld)
   bool in_held = false;       // listed in the server's held_ (once)
+  bool flush_queued = false;  // listed in the server's to_flush_ (once)
   size_t pending() const { return out.size() - out_pos; }
 };
 
@@ -166,6 +167,8 @@ class Server {
   static void OnRead(evutil_socket_t fd, short, void* arg);
   static void OnWrite(evutil_socket_t fd, short, void* arg);
   static void OnCont(evutil_socket_t fd, short, void* arg);
+  static void OnFlushAll(evutil_socket_t fd, short, void* arg);
+  void QueueFlush(Conn* c);
   void Process(Conn* c);
   bool ProcessStep(Conn* c);  // one pass of Process; true: run it again
   bool Admit();
@@ -186,6 +189,10 @@ class Server {
   std::atomic<uint64_t>* counters_;
   std::vector<Conn*> all_;  // index = fd (sparse)
   std::vector<std::pair<int, uint64_t>> held_;  // (fd, id) of connections waiting for durability
+  // (fd, id) of connections whose replies go out at the end of this loop
+  // round (QueueFlush), and the list being sent.
+  std::vector<std::pair<int, uint64_t>> to_flush_, flushing_;
+  event* flush_ev_ = nullptr;
   size_t conns_ = 0;
   uint64_t next_id_ = 0;
 };

@@ -28,6 +28,7 @@ printed, never asserted."""
 import argparse
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -82,7 +83,8 @@ def process_tree(pid):
 
 
 def bench(port, a, pipeline, pid):
-    """(SET requests/s, server CPU microseconds per SET): the server's
+    """(SET requests/s, server CPU microseconds per SET, redis-benchmark's
+    CPU microseconds per SET): the server's
     processes' user + system time over the run, with the children they
     reaped meanwhile (kernel threads such as the file system's journal are
     not counted, for either server; a redis-server AOF rewrite child still
@@ -90,6 +92,7 @@ def bench(port, a, pipeline, pid):
     n = a.requests * (10 if pipeline > 1 else 1)
     pids = process_tree(pid)
     t0 = sum(cpu_ticks(x) for x in pids)
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-r", "1000000",
                           "-c", str(a.clients), "-P", str(pipeline), "-d", str(a.size), "-q"],
                          capture_output=True, text=True, timeout=900).stdout
@@ -97,7 +100,9 @@ def bench(port, a, pipeline, pid):
     if not m:
         raise RuntimeError("redis-benchmark printed no SET figure: " + out[-400:])
     t1 = sum(cpu_ticks(x) for x in pids)
-    return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # redis-benchmark, reaped by subprocess.run
+    client = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e6 / n
+    return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n, client
 
 
 def run_redis(d, policy):
@@ -147,12 +152,13 @@ def main():
     ap.add_argument("--pipeline", default="1,16")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", default="1,2")
     ap.add_argument("--dir", default=None)
     a = ap.parse_args()
     base = tempfile.mkdtemp(prefix="perfcached-walbench-", dir=a.dir or "/var/tmp")
     fs = subprocess.run(["stat", "-f", "-c", "%T", base], capture_output=True, text=True).stdout.strip()
-    print("bench/wal.py: SET, %d requests (x10 when pipelined), %d clients, %d-byte values, perfcached %d "
+    workers = [int(x) for x in a.workers.split(",")]
+    print("bench/wal.py: SET, %d requests (x10 when pipelined), %d clients, %d-byte values, perfcached with %s "
           "worker(s), median of %d alternated runs, files on %s (%s)" %
           (a.requests, a.clients, a.size, a.workers, a.runs, base, fs))
     import statistics
@@ -161,44 +167,59 @@ def main():
             print(" pipeline %d:" % pipeline)
             for pc_policy, redis_policy in (("off", "off"), ("no", "no"), ("everysec", "everysec"),
                                             ("always", "always")):
-                r_runs, p_runs, r_cpu, p_cpu, extra = [], [], [], [], ""
+                r_runs, r_cpu, r_cl = [], [], []
+                p_runs = {w: [] for w in workers}
+                p_cpu = {w: [] for w in workers}
+                p_cl = {w: [] for w in workers}
+                extra = {w: "" for w in workers}
                 for _ in range(a.runs):
                     d = tempfile.mkdtemp(dir=base)
                     port, p = run_redis(d, redis_policy)
                     try:
-                        rps, cpu = bench(port, a, pipeline, p.pid)
+                        rps, cpu, cl = bench(port, a, pipeline, p.pid)
                         r_runs.append(rps)
                         r_cpu.append(cpu)
+                        r_cl.append(cl)
                     finally:
                         stop(p)
                     shutil.rmtree(d, ignore_errors=True)
-                    d = tempfile.mkdtemp(dir=base)
-                    port, p = run_perfcached(d, pc_policy, a.workers)
-                    try:
-                        rps, cpu = bench(port, a, pipeline, p.pid)
-                        p_runs.append(rps)
-                        p_cpu.append(cpu)
-                        info = subprocess.run([REDIS_CLI, "-p", str(port), "info", "persistence"],
-                                              capture_output=True, text=True).stdout
-                        n = re.search(r"wal_fsyncs:(\d+)", info)
-                        w = re.search(r"wal_records_written:(\d+)", info)
-                        avg = re.search(r"wal_fsync_avg_us:(\d+)", info)
-                        if n and int(n.group(1)):
-                            extra = "  (%.1f writes per fsync, fsync avg %s us)" % (
-                                int(w.group(1)) / int(n.group(1)), avg.group(1))
-                    finally:
-                        stop(p)
-                    shutil.rmtree(d, ignore_errors=True)
-                pm, rm = statistics.median(p_runs), statistics.median(r_runs)
-                pc, rc = statistics.median(p_cpu), statistics.median(r_cpu)
-                print("  perfcached fsync=%-8s %10.0f/s %5.1f us/SET   redis-server %-21s %10.0f/s %5.1f us/SET"
-                      "   ratio %.2f, CPU ratio %.2f%s" %
-                      (pc_policy, pm, pc, "appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy,
-                       rm, rc, pm / rm, pc / rc if rc else 0, extra))
+                    for nw in workers:
+                        one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, extra)
+                rm, rc, rcl = statistics.median(r_runs), statistics.median(r_cpu), statistics.median(r_cl)
+                print("  redis-server %-21s %10.0f/s  server %5.1f us/SET  client %5.1f us/SET" %
+                      ("appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy, rm, rc, rcl))
+                for nw in workers:
+                    pm, pc, pcl = (statistics.median(p_runs[nw]), statistics.median(p_cpu[nw]),
+                                   statistics.median(p_cl[nw]))
+                    print("  perfcached fsync=%-8s %d worker%s %10.0f/s  server %5.1f us/SET  client %5.1f us/SET"
+                          "   ratio %.2f, CPU ratio %.2f, client CPU ratio %.2f%s" %
+                          (pc_policy, nw, " " if nw == 1 else "s", pm, pc, pcl, pm / rm, pc / rc if rc else 0,
+                           pcl / rcl if rcl else 0, extra[nw]))
                 sys.stdout.flush()
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
+
+
+def one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, extra):
+    """One perfcached run with nw workers; appends to the per-worker-count lists."""
+    d = tempfile.mkdtemp(dir=base)
+    port, p = run_perfcached(d, pc_policy, nw)
+    try:
+        rps, cpu, cl = bench(port, a, pipeline, p.pid)
+        p_runs[nw].append(rps)
+        p_cpu[nw].append(cpu)
+        p_cl[nw].append(cl)
+        info = subprocess.run([REDIS_CLI, "-p", str(port), "info", "persistence"],
+                              capture_output=True, text=True).stdout
+        n = re.search(r"wal_fsyncs:(\d+)", info)
+        w = re.search(r"wal_records_written:(\d+)", info)
+        avg = re.search(r"wal_fsync_avg_us:(\d+)", info)
+        if n and int(n.group(1)):
+            extra[nw] = "  (%.1f writes per fsync, fsync avg %s us)" % (int(w.group(1)) / int(n.group(1)), avg.group(1))
+    finally:
+        stop(p)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

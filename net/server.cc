@@ -122,6 +122,9 @@ Server::Server(event_base* base, int listen_fd, const ServerOptions& o, Dispatch
 
 Server::~Server() {
   if (accept_ev_) event_free(accept_ev_);
+  // A loop broken in the middle of a round (the worker's forced stop) left
+  // the round's replies queued: send what the sockets take before closing.
+  if (!to_flush_.empty()) OnFlushAll(-1, 0, this);
   if (flush_ev_) event_free(flush_ev_);
   for (Conn* c : all_) {
     if (c) Close(c);

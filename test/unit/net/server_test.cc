@@ -115,3 +115,37 @@ TEST(Server, RepliesOfARoundGoOutAfterEveryReadyCommandRan) {
   close(lfd);
   event_base_free(base);
 }
+
+// The worker's forced stop breaks the loop in the middle of a round: the
+// replies that round queued are still sent when the server goes away (a
+// command that ran is answered, not cut off with its reply unsent).
+TEST(Server, RepliesQueuedWhenTheLoopBreaksAreSentAtDestruction) {
+  event_base* base = event_base_new();
+  uint16_t port = 0;
+  int lfd = Listen(&port);
+  CHECK(lfd >= 0);
+  int cl = -1;
+  {
+    net::ServerOptions o;
+    net::Server srv(
+        base, lfd, o,
+        [&](net::Conn& c) {
+          c.out += "+PONG\r\n";
+          event_base_loopbreak(base);  // as the stop deadline does from the tick
+        },
+        nullptr);
+    cl = Connect(port);
+    CHECK(cl >= 0);
+    LoopUntil(base, [&] { return srv.connections() == 1; });
+    CHECK_EQUAL(6, write(cl, "PING\r\n", 6));
+    usleep(20 * 1000);
+    event_base_loop(base, EVLOOP_ONCE);
+    CHECK_FALSE(Readable(cl));  // queued, not sent: the loop broke first
+  }
+  char buf[16];
+  CHECK_EQUAL(7, read(cl, buf, sizeof buf));
+  MEMCMP_EQUAL("+PONG\r\n", buf, 7);
+  close(cl);
+  close(lfd);
+  event_base_free(base);
+}

@@ -235,6 +235,12 @@ struct Options {
   bool pin = true;
   double seconds = 0.6;  // target length of one timed run
   int reps = 3;          // repetitions of every run (median reported)
+  // For profiling one figure (perf record, callgrind): run only this suite
+  // ("50k" or "1m"), this mix ("get", "mix95", "mix50", "set"), up to this
+  // many processes; empty / 0 = all. Bytes per key runs only with no suite.
+  std::string suite;
+  std::string mix;
+  int max_procs = 0;
 };
 
 Options opt;
@@ -634,13 +640,15 @@ bool EngineSuite(Report& rep, const char* size_id, uint32_t nkeys, size_t arena_
   Say("  %-14s %5s %9s %24s %11s %7s %8s %6s %7s %8s\n", "mix", "procs", "ops/proc",
       "ns/op/proc", "range", "x miss", "Mops/s", "2p/1p", "misses", "retries");
   bool ok = true;
+  const int max_procs = opt.max_procs > 0 ? opt.max_procs : kMaxWorkers;
   for (const Mix& mx : kMixes) {
+    if (!opt.mix.empty() && opt.mix != mx.id) continue;
     uint64_t ops = Calibrate(e, mx);
     // Repetitions alternate 1p, 2p, 1p, 2p, ... so that slow phases of a
     // noisy host hit both alike; each figure is the median repetition.
     std::vector<RunResult> runs[kMaxWorkers + 1];
     for (int r = 0; r < opt.reps && ok; ++r) {
-      for (int procs = 1; procs <= kMaxWorkers; ++procs) {
+      for (int procs = 1; procs <= max_procs; ++procs) {
         RunResult rr;
         uint64_t seed = 0x9E37'79B9'0000'0000ull ^ (uint64_t(nkeys) << 8) ^
                         (uint64_t(mx.set_pct) << 4) ^ (uint64_t(r) << 20) ^
@@ -656,7 +664,7 @@ bool EngineSuite(Report& rep, const char* size_id, uint32_t nkeys, size_t arena_
     }
     if (!ok) break;
     double mops1 = 0;
-    for (int procs = 1; procs <= kMaxWorkers; ++procs) {
+    for (int procs = 1; procs <= max_procs; ++procs) {
       std::vector<RunResult>& v = runs[procs];
       uint64_t misses = 0, errors = 0, retries = 0, fallbacks = 0;
       double lo = 1e30, hi = 0;
@@ -748,11 +756,14 @@ bool BytesPerKey(Report& rep, uint32_t nkeys, size_t arena_mb, const std::string
 void Usage() {
   std::printf(
       "usage: bench/engine [--json] [--quick] [--seconds S] [--reps N] [--no-pin]\n"
+      "                    [--suite 50k|1m] [--mix get|mix95|mix50|set] [--procs 1|2]\n"
       "  --json      print one JSON object (and nothing else on stdout)\n"
       "  --quick     reduced run for smoke tests: fewer ops, no 1M-key suite\n"
       "  --seconds S target length of each timed run (default 0.6; --quick 0.05)\n"
       "  --reps N    repetitions of every run, median reported (default 3; --quick 1)\n"
       "  --no-pin    do not pin worker w to CPU w\n"
+      "  --suite, --mix, --procs  run one suite / mix / up to N processes only (to profile\n"
+      "              one figure; bytes per key and the targets then stay unmeasured)\n"
       "See bench/README.md for what each figure means.\n");
 }
 
@@ -780,6 +791,26 @@ int main(int argc, char** argv) {
       reps_set = true;
       if (opt.reps < 1 || opt.reps > 99) {
         std::fprintf(stderr, "engine_bench: bad --reps\n");
+        return 2;
+      }
+    } else if (a == "--suite" && i + 1 < argc) {
+      opt.suite = argv[++i];
+      if (opt.suite != "50k" && opt.suite != "1m") {
+        std::fprintf(stderr, "engine_bench: --suite is 50k or 1m\n");
+        return 2;
+      }
+    } else if (a == "--mix" && i + 1 < argc) {
+      opt.mix = argv[++i];
+      bool known = false;
+      for (const Mix& mx : kMixes) known = known || opt.mix == mx.id;
+      if (!known) {
+        std::fprintf(stderr, "engine_bench: --mix is get, mix95, mix50 or set\n");
+        return 2;
+      }
+    } else if (a == "--procs" && i + 1 < argc) {
+      opt.max_procs = std::atoi(argv[++i]);
+      if (opt.max_procs < 1 || opt.max_procs > kMaxWorkers) {
+        std::fprintf(stderr, "engine_bench: bad --procs\n");
         return 2;
       }
     } else if (a == "-h" || a == "--help") {
@@ -834,11 +865,14 @@ int main(int argc, char** argv) {
   rep.j.Str("miss_pages", huge_ok ? "2m" : "4k");
 
   // 2. Engine suites.
-  bool ok = EngineSuite(rep, "50k", 50'000, opt.quick ? 64 : 256, 'k');
-  if (ok && !opt.quick) ok = EngineSuite(rep, "1m", 1'000'000, 1024, 'm');
+  bool ok = true;
+  if (opt.suite.empty() || opt.suite == "50k") ok = EngineSuite(rep, "50k", 50'000, opt.quick ? 64 : 256, 'k');
+  if (ok && !opt.quick && (opt.suite.empty() || opt.suite == "1m")) {
+    ok = EngineSuite(rep, "1m", 1'000'000, 1024, 'm');
+  }
 
   // 3. Bytes per key.
-  if (ok) {
+  if (ok && opt.suite.empty()) {
     if (opt.quick) {
       ok = BytesPerKey(rep, 200'000, 128, "bytes_per_key_200k");
     } else {
@@ -863,9 +897,12 @@ int main(int argc, char** argv) {
   double bpk = get(opt.quick ? "bytes_per_key_200k" : "bytes_per_key_1m");
   bool m1 = mix95 <= kTargetMix95Ns, m3 = scale >= kTargetScaling, m4 = bpk <= kTargetBytesPerKey;
   bool m2 = get1m <= kTargetGet1mMisses;
-  Say("\n== targets (informational, never the exit code) ==\n");
-  auto line = [](const char* what, const std::string& val, const std::string& target,
-                 const std::string& verdict) {
+  const bool filtered = !opt.suite.empty() || !opt.mix.empty() || opt.max_procs > 0;
+  Say(filtered ? "\n== targets: not judged (a --suite / --mix / --procs run) ==\n"
+               : "\n== targets (informational, never the exit code) ==\n");
+  auto line = [filtered](const char* what, const std::string& val, const std::string& target,
+                         const std::string& verdict) {
+    if (filtered) return;
     Say("  %-26s %14s   %-16s %s\n", what, val.c_str(), target.c_str(), verdict.c_str());
   };
   line("95/5 at 50k, 1 proc", Fmt("%.1f ns/op", mix95), Fmt("<= %.0f ns/op", kTargetMix95Ns),

@@ -429,11 +429,16 @@ bool Server::ProcessStep(Conn* c) {
   return out_paused && c->reading && c->pending() < kOutPause;
 }
 
+Conn* Server::Live(int fd, uint64_t id) const {
+  Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
+  return c && c->id == id ? c : nullptr;
+}
+
 size_t Server::DropHeld(int64_t now_ms, int64_t max_ms) {
   std::vector<Conn*> old;
   for (const auto& [fd, id] : held_) {
-    Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
-    if (c && c->id == id && c->hold_until && now_ms - c->hold_since_ms > max_ms) old.push_back(c);
+    Conn* c = Live(fd, id);
+    if (c && c->hold_until && now_ms - c->hold_since_ms > max_ms) old.push_back(c);
   }
   for (Conn* c : old) Close(c);  // ReleaseHeld drops the closed ones from the list
   if (!old.empty()) ReleaseHeld();
@@ -443,8 +448,8 @@ size_t Server::DropHeld(int64_t now_ms, int64_t max_ms) {
 void Server::ReleaseHeld() {
   std::vector<std::pair<int, uint64_t>> still, ready;
   for (const auto& [fd, id] : held_) {
-    Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
-    if (!c || c->id != id) continue;  // closed meanwhile
+    Conn* c = Live(fd, id);
+    if (!c) continue;  // closed meanwhile
     if (c->hold_until && opt_.durable && !opt_.durable(c->hold_until)) {
       still.emplace_back(fd, id);
     } else {
@@ -455,8 +460,8 @@ void Server::ReleaseHeld() {
   held_ = std::move(still);
   if (held_.empty() && opt_.waiting) opt_.waiting(false);
   for (const auto& [fd, id] : ready) {
-    Conn* c = static_cast<size_t>(fd) < all_.size() ? all_[static_cast<size_t>(fd)] : nullptr;
-    if (!c || c->id != id || c->in_held) continue;  // closed, or held again by an earlier one's Process
+    Conn* c = Live(fd, id);
+    if (!c || c->in_held) continue;  // closed, or held again by an earlier one's Process
     c->hold_until = 0;
     if (!Flush(c)) continue;  // closed
     if (c->reading && c->in_pos < c->in.size() && !c->cont) {
@@ -524,8 +529,8 @@ void Server::OnFlushAll(evutil_socket_t, short, void* arg) {
   Server* s = static_cast<Server*>(arg);
   s->flushing_.swap(s->to_flush_);
   for (const auto& [fd, id] : s->flushing_) {
-    Conn* c = static_cast<size_t>(fd) < s->all_.size() ? s->all_[static_cast<size_t>(fd)] : nullptr;
-    if (!c || c->id != id) continue;  // closed meanwhile
+    Conn* c = s->Live(fd, id);
+    if (!c) continue;  // closed meanwhile
     c->flush_queued = false;
     (void)s->Flush(c);
   }

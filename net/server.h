@@ -169,6 +169,9 @@ class Server {
   static void OnCont(evutil_socket_t fd, short, void* arg);
   static void OnFlushAll(evutil_socket_t fd, short, void* arg);
   void QueueFlush(Conn* c);
+  // The connection listed as (fd, id), or null if it was closed (its fd
+  // may be another connection's by now).
+  Conn* Live(int fd, uint64_t id) const;
   void Process(Conn* c);
   bool ProcessStep(Conn* c);  // one pass of Process; true: run it again
   bool Admit();

@@ -46,8 +46,23 @@ using mem::Status;
 
 inline constexpr uint32_t kSegBuckets = 4096;
 inline constexpr uint32_t kSegShift = 12;
-inline constexpr uint32_t kMaxSegs = 8192;          // 2^25 buckets
-inline constexpr uint32_t kMaxLevel = 25;
+// The directory (one pair of Offs per segment: buckets, hints) comes in
+// chunks of 8192 segments (2^25 buckets, 128 KiB). Chunk 0 is `dir`, laid
+// out at create; chunks 1..127 are allocated when the table first grows
+// into them and listed in `dir_ext` (Off[kDirChunks], entry 0 unused),
+// itself allocated with the first of them. A table of up to 2^25 buckets
+// never reads `dir_ext`.
+//
+//   TableHeader.dir ----> [seg 0 | seg 1 | ... | seg 8191]      chunk 0
+//   TableHeader.dir_ext -> [- | c1 | c2 | ... | c127]
+//                               c1 -> [seg 8192 | ... | seg 16383]
+inline constexpr uint32_t kDirChunkShift = 13;
+inline constexpr uint32_t kDirChunkSegs = 1u << kDirChunkShift;
+inline constexpr uint32_t kMaxLevel = 32;           // a table stops splitting at 2^32 buckets
+inline constexpr uint32_t kMaxSegs = static_cast<uint32_t>((uint64_t{1} << kMaxLevel) >> kSegShift);
+inline constexpr uint32_t kDirChunks = kMaxSegs >> kDirChunkShift;
+inline constexpr uint32_t kMaxCreateLevel = 31;     // min_buckets is 32 bits
+static_assert(kMaxSegs == 1u << 20 && kDirChunks == 128);
 inline constexpr uint32_t kOvfBits = 12;
 inline constexpr uint32_t kOvfHeads = 1u << kOvfBits;
 inline constexpr uint32_t kMaxCollections = 128;
@@ -88,11 +103,12 @@ struct alignas(64) TableHeader {
   uint32_t flags;                  // kTableExpiredEvents ...
   char name[64];                   // NUL-terminated
   std::atomic<uint64_t> route;     // count << 40 | level << 32 | split (published whole)
-  Off dir;                         // Off -> Off[2 * kMaxSegs]: segment, hints
+  Off dir;                         // Off -> Off[2 * kDirChunkSegs]: segment, hints
   Off stats;                       // Off -> StatLine[max_procs]
   uint32_t min_buckets;            // resize target (grow to / shrink no lower)
   uint32_t load_x100;              // target entries per bucket x 100
-  uint8_t pad_read_mostly[16];     // lines 0-1: read by every operation
+  Off dir_ext;                     // Off -> Off[kDirChunks]: chunks 1.. (0 until needed)
+  uint8_t pad_read_mostly[8];      // lines 0-1: read by every operation
   Overflow ovf;                    // line 2: written by overflow writers only
   uint8_t pad_ovf[40];
   mem::ShmLock admin;              // line 3+: split / merge / resize / drop
@@ -115,6 +131,7 @@ static_assert(offsetof(TableHeader, route) == 80);
 static_assert(offsetof(TableHeader, dir) == 88);
 static_assert(offsetof(TableHeader, stats) == 96);
 static_assert(offsetof(TableHeader, min_buckets) == 104);
+static_assert(offsetof(TableHeader, dir_ext) == 112);
 static_assert(offsetof(TableHeader, ovf) == 128);   // own cache line: no false sharing
 static_assert(offsetof(TableHeader, admin) == 192);  // with route / dir / gen
 static_assert(offsetof(TableHeader, ver_floor) == 384);

@@ -18,6 +18,8 @@ namespace cache {
 
 // ---- internals shared by the .cc files ------------------------------------
 namespace detail {
+// Segment `seg`'s directory pair (buckets, hints), null if its chunk is missing.
+Off* DirPair(const mem::Arena& a, const TableHeader& h, uint64_t seg);
 Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx);
 uint32_t* HintAt(const mem::Arena& a, const TableHeader& h, uint64_t idx);
 // The route word (catalog.h): change count << 40 | level << 32 | split.

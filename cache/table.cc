@@ -130,22 +130,58 @@ namespace detail {
 
 void RepairCatalogIfDead(Catalog& cat) { HealCatalogIfDead(cat); }
 
-Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
+// The directory pair (buckets, hints) of segment `seg`, or null when the
+// chunk holding it does not exist (catalog.h: the directory diagram).
+Off* DirPair(const mem::Arena& a, const TableHeader& h, uint64_t seg) {
+  Off d;
+  if (seg < kDirChunkSegs) {
+    d = h.dir;
+  } else {
+    if (seg >= kMaxSegs) return nullptr;
+    Off ext = mem::LoadOff(&h.dir_ext);
+    if (ext == 0 || a.ReadableFrom(ext) < kDirChunks * sizeof(Off)) return nullptr;
+    d = mem::LoadOff(reinterpret_cast<const Off*>(a.At(ext)) + (seg >> kDirChunkShift));
+    if (d != 0 && a.ReadableFrom(d) < 2 * kDirChunkSegs * sizeof(Off)) return nullptr;
+  }
+  if (d == 0) return nullptr;
+  return reinterpret_cast<Off*>(a.At(d)) + 2 * (seg & (kDirChunkSegs - 1));
+}
+
+namespace {
+
+// Entry `idx` of the segment array that `pair[which]` points to (0:
+// buckets, 1: hints), or null.
+template <typename T, int kWhich>
+inline T* SegEntry(const mem::Arena& a, const Off* pair, uint64_t idx) {
+  Off so = mem::LoadOff(&pair[kWhich]);
+  if (so == 0 || a.ReadableFrom(so) < kSegBuckets * sizeof(T)) return nullptr;
+  return reinterpret_cast<T*>(a.At(so)) + (idx & (kSegBuckets - 1));
+}
+
+// Past chunk 0 (tables above 2^25 buckets): out of line, so the lookups
+// of every smaller table keep the code they had (a tail jump here).
+template <typename T, int kWhich>
+[[gnu::noinline]] T* ExtEntry(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
+  const Off* pair = DirPair(a, h, idx >> kSegShift);
+  return pair ? SegEntry<T, kWhich>(a, pair, idx) : nullptr;
+}
+
+template <typename T, int kWhich>
+inline T* EntryAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
   uint64_t seg = idx >> kSegShift;
-  if (seg >= kMaxSegs || h.dir == 0) return nullptr;
-  const Off* dir = reinterpret_cast<const Off*>(a.At(h.dir));
-  Off so = mem::LoadOff(&dir[2 * seg]);
-  if (so == 0 || a.ReadableFrom(so) < kSegBuckets * sizeof(Bucket)) return nullptr;
-  return reinterpret_cast<Bucket*>(a.At(so)) + (idx & (kSegBuckets - 1));
+  if (seg >= kDirChunkSegs) [[unlikely]] return ExtEntry<T, kWhich>(a, h, idx);
+  if (h.dir == 0) return nullptr;
+  return SegEntry<T, kWhich>(a, reinterpret_cast<const Off*>(a.At(h.dir)) + 2 * seg, idx);
+}
+
+}  // namespace
+
+Bucket* BucketAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
+  return EntryAt<Bucket, 0>(a, h, idx);
 }
 
 uint32_t* HintAt(const mem::Arena& a, const TableHeader& h, uint64_t idx) {
-  uint64_t seg = idx >> kSegShift;
-  if (seg >= kMaxSegs || h.dir == 0) return nullptr;
-  const Off* dir = reinterpret_cast<const Off*>(a.At(h.dir));
-  Off ho = mem::LoadOff(&dir[2 * seg + 1]);
-  if (ho == 0 || a.ReadableFrom(ho) < kSegBuckets * sizeof(uint32_t)) return nullptr;
-  return reinterpret_cast<uint32_t*>(a.At(ho)) + (idx & (kSegBuckets - 1));
+  return EntryAt<uint32_t, 1>(a, h, idx);
 }
 
 StatLine& Line(const Ctx& c, const TableHeader& h) {
@@ -235,16 +271,44 @@ void FreeSegment(Ctx& c, Off seg, Off hints) {
 
 }  // namespace
 
+namespace {
+
+// The directory pair of segment `seg`, its chunk allocated if need be
+// (admin lock held). A kill between an allocation and its publication
+// leaks that region (1 KiB or 128 KiB), as a killed segment allocation
+// leaks its segment; the table stays whole.
+Off* DirPairGrow(Ctx& c, TableHeader& h, uint32_t seg) {
+  if (seg >= kMaxSegs || h.dir == 0) return nullptr;
+  if (seg >= kDirChunkSegs) {
+    if (h.dir_ext == 0) {
+      Off ext = c.arena.RegionAlloc(kDirChunks * sizeof(Off));
+      if (ext == 0) return nullptr;
+      PC_CRASH_POINT();
+      __atomic_store_n(&h.dir_ext, ext, __ATOMIC_RELEASE);
+    }
+    Off* slot = reinterpret_cast<Off*>(c.arena.At(h.dir_ext)) + (seg >> kDirChunkShift);
+    if (mem::LoadOff(slot) == 0) {
+      Off chunk = c.arena.RegionAlloc(2 * kDirChunkSegs * sizeof(Off));
+      if (chunk == 0) return nullptr;
+      PC_CRASH_POINT();
+      __atomic_store_n(slot, chunk, __ATOMIC_RELEASE);
+    }
+  }
+  return detail::DirPair(c.arena, h, seg);
+}
+
+}  // namespace
+
 // Make sure segment `seg` of the table exists (admin lock held).
 bool detail::EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg) {
-  if (seg >= kMaxSegs) return false;
-  Off* dir = reinterpret_cast<Off*>(c.arena.At(h.dir));
-  if (mem::LoadOff(&dir[2 * seg]) != 0) return true;
+  Off* pair = DirPairGrow(c, h, seg);
+  if (!pair) return false;
+  if (mem::LoadOff(&pair[0]) != 0) return true;
   Off so, ho;
   if (!AllocSegment(c, &so, &ho)) return false;
-  mem::StoreOff(&dir[2 * seg + 1], ho);
+  mem::StoreOff(&pair[1], ho);
   // Release: a reader that sees the segment sees it zeroed.
-  __atomic_store_n(&dir[2 * seg], so, __ATOMIC_RELEASE);
+  __atomic_store_n(&pair[0], so, __ATOMIC_RELEASE);
   if (seg + 1 > h.nsegs) h.nsegs = seg + 1;
   return true;
 }
@@ -254,7 +318,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
   if (!ValidName(name)) return Status::kInvalid;
   Catalog* cat = c.catalog;
   uint32_t level = Log2Ceil(o.buckets < 16 ? 16 : o.buckets);
-  if (level > kMaxLevel) return Status::kInvalid;
+  if (level > kMaxCreateLevel) return Status::kInvalid;
   LockCatalog(*cat);
   if (FindLive(*cat, name) >= 0) {
     mem::Unlock(cat->lock);
@@ -276,7 +340,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
   h.state.store(kTableDropping);  // reserved: not yet visible as live
   mem::Unlock(cat->lock);
 
-  if (h.dir == 0) h.dir = c.arena.RegionAlloc(sizeof(Off) * 2 * kMaxSegs);
+  if (h.dir == 0) h.dir = c.arena.RegionAlloc(sizeof(Off) * 2 * kDirChunkSegs);
   if (h.stats == 0) h.stats = c.arena.RegionAlloc(sizeof(StatLine) * c.arena.hdr()->max_procs);
   if (h.ovf.heads == 0) h.ovf.heads = c.arena.RegionAlloc(sizeof(Off) * kOvfHeads);
   bool ok = h.dir != 0 && h.stats != 0 && h.ovf.heads != 0;
@@ -447,12 +511,15 @@ Status DropCollection(Ctx& c, std::string_view name) {
 
   (void)mem::Lock(h.admin);
   (void)ClearLocked(c, h);
-  Off* dir = reinterpret_cast<Off*>(c.arena.At(h.dir));
+  // The directory chunks stay with the entry (as `dir` does) for the next
+  // collection created in it; their pairs are cleared.
   for (uint32_t s = 0; s < h.nsegs; ++s) {
-    Off so = dir[2 * s], ho = dir[2 * s + 1];
+    Off* pair = detail::DirPair(c.arena, h, s);
+    if (!pair) continue;
+    Off so = pair[0], ho = pair[1];
     if (so == 0) continue;
-    mem::StoreOff(&dir[2 * s], 0);
-    mem::StoreOff(&dir[2 * s + 1], 0);
+    mem::StoreOff(&pair[0], 0);
+    mem::StoreOff(&pair[1], 0);
     FreeSegment(c, so, ho);
   }
   h.nsegs = 0;
@@ -492,7 +559,7 @@ Status ResizeCollection(Ctx& c, std::string_view name, uint32_t buckets) {
   TableRef t;
   if (Status s = OpenCollection(c, name, &t); s != Status::kOk) return s;
   uint32_t level = Log2Ceil(buckets < 16 ? 16 : buckets);
-  if (level > kMaxLevel) return Status::kInvalid;
+  if (level > kMaxCreateLevel) return Status::kInvalid;
   __atomic_store_n(&t.h->min_buckets, 1u << level, __ATOMIC_RELAXED);
   return Status::kOk;
 }

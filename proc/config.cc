@@ -301,10 +301,10 @@ bool SetCollectionKey(CollectionConfig& cc, std::string_view key, std::string_vi
                       std::string* err) {
   int x;
   if (key == "buckets") {
-    if (!ToInt(v, 16, 1 << 25, &x, err)) return false;
+    if (!ToInt(v, 16, 1 << 30, &x, err)) return false;
     cc.buckets = static_cast<uint32_t>(x);
   } else if (key == "buckets_log2") {
-    if (!ToInt(v, 4, 25, &x, err)) return false;
+    if (!ToInt(v, 4, 30, &x, err)) return false;
     cc.buckets = 1u << x;
   } else if (key == "load_factor") {
     if (!ToInt(v, 1, 64, &x, err)) return false;

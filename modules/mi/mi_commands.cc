@@ -760,7 +760,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (!p.GetString("name", &name, &msg) || (p.Has("buckets") && !p.GetInt("buckets", &buckets, &msg))) {
           return mi::MiParamError(msg);
         }
-        if (buckets < 16 || buckets > (1 << 25)) return mi::MiParamError("Bad type for parameter 'buckets'");
+        if (buckets < 16 || buckets > (1 << 30)) return mi::MiParamError("Bad type for parameter 'buckets'");
         cache::CollectionOptions o;
         o.buckets = static_cast<uint32_t>(buckets);
         cache::TableRef made;
@@ -780,7 +780,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         std::string name, msg;
         int64_t buckets;
         if (!p.GetString("name", &name, &msg) || !p.GetInt("buckets", &buckets, &msg)) return mi::MiParamError(msg);
-        if (buckets < 16 || buckets > (1 << 25)) return mi::MiParamError("Bad type for parameter 'buckets'");
+        if (buckets < 16 || buckets > (1 << 30)) return mi::MiParamError("Bad type for parameter 'buckets'");
         mem::Status s = cache::ResizeCollection(*e->pc.ctx, name, static_cast<uint32_t>(buckets));
         if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
         if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));

@@ -78,7 +78,7 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(4u, sizeof(mem::ShmLock));
   CHECK_EQUAL(8u, sizeof(mem::Off));  // layout 8: 64 bits stored, 40 in a bucket
   CHECK_EQUAL(size_t{1} << 40, mem::kMaxArenaBytes);
-  CHECK_EQUAL(8u, mem::kArenaLayoutVersion);
+  CHECK_EQUAL(9u, mem::kArenaLayoutVersion);
 }
 
 TEST(MemLayout, CacheStructs) {
@@ -95,6 +95,7 @@ TEST(MemLayout, CacheStructs) {
   CHECK_EQUAL(448u, sizeof(cache::TableHeader));
   CHECK_EQUAL(384u, offsetof(cache::TableHeader, ver_floor));
   CHECK_EQUAL(80u, offsetof(cache::TableHeader, route));
+  CHECK_EQUAL(112u, offsetof(cache::TableHeader, dir_ext));
 }
 
 TEST(MemLayout, FreshArenaHeader) {

@@ -281,9 +281,9 @@ TEST(Config, BadValues) {
   STRCMP_EQUAL("F:2: expected an integer in 0..1024, got '-1'", LoadErr("[daemon]\nworkers = -1\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 16..1048576, got '99999999999'",
                LoadErr("[memory]\narena_mb = 99999999999\n").c_str());
-  STRCMP_EQUAL("F:2: expected an integer in 4..25, got '26'",
-               LoadErr("[collection s]\nbuckets_log2 = 26\n").c_str());
-  STRCMP_EQUAL("F:2: expected an integer in 16..33554432, got '8'",
+  STRCMP_EQUAL("F:2: expected an integer in 4..30, got '31'",
+               LoadErr("[collection s]\nbuckets_log2 = 31\n").c_str());
+  STRCMP_EQUAL("F:2: expected an integer in 16..1073741824, got '8'",
                LoadErr("[collection s]\nbuckets = 8\n").c_str());
   STRCMP_EQUAL("F:2: expected an integer in 1..64, got '0'",
                LoadErr("[collection s]\nload_factor = 0\n").c_str());

@@ -69,6 +69,7 @@ ENGINE_LIB := $(BUILD)/libperfengine.a
 UNIT_BIN := $(BUILD)/bin/unit_tests
 SOAK_BIN := $(BUILD)/bin/engine_soak
 BENCH_BIN := $(BUILD)/bin/engine_bench
+TRACE_BIN := $(BUILD)/bin/trace_client
 
 # Rebuild everything when the flags change (Redis's .make-settings idea).
 SETTINGS := $(BUILD)/.settings
@@ -79,7 +80,7 @@ $(shell mkdir -p $(BUILD); echo '$(CXX) $(CXXFLAGS) $(LDLIBS)' | cmp -s - $(SETT
         crash-build crash-points crash-points-all canary \
         check-deps format-check clean run install uninstall deb
 
-all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) bench/engine
+all: $(ENGINE_LIB) $(DAEMON_BIN) $(CLI_BIN) $(UNIT_BIN) $(SOAK_BIN) $(BENCH_BIN) $(TRACE_BIN) bench/engine
 
 $(BUILD)/%.o: %.cc $(SETTINGS)
 	@mkdir -p $(dir $@)
@@ -118,6 +119,12 @@ $(BENCH_BIN): $(BENCH_OBJS) $(ENGINE_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK   $@")
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench/eviction.py's client (a key trace replayed over RESP).
+$(TRACE_BIN): $(BUILD)/bench/trace_client.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK   $@")
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^
 
 # bench/engine is the documented entry point (a symlink to the build output).
 bench/engine: $(BENCH_BIN)

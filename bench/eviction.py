@@ -12,17 +12,22 @@ time), with the same trace, the same maxmemory and the same client.
   bench/eviction.py --requests 2000000   # shorter
   bench/eviction.py --quick              # smoke run (200,000 requests)
 
-The client is one Python process with pipelines of --batch requests, so
-requests/s is bounded by the client as much as by the servers: compare the
-two columns, not the absolute numbers.
+The client is bench/trace_client (C++, built by make: one connection,
+pipelines of --batch GETs, then one pipeline of SETs for the misses), so
+the servers set the pace; --client py uses the Python client instead (it
+bounds both servers: about 60,000 requests/s).
 
   bench/eviction.py --policies allkeys-lru   # one policy (comma-separated list)
 """
 import argparse
+import array
 import bisect
+import json
 import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "integration"))
@@ -78,6 +83,17 @@ def run(r, keys, batch):
     return hits, sets, wall
 
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TRACE_CLIENT = os.path.join(ROOT, "build", "bin", "trace_client")
+
+
+def run_c(port, trace_path, batch):
+    out = subprocess.run([TRACE_CLIENT, "--port", str(port), "--trace", trace_path, "--batch", str(batch)],
+                         check=True, capture_output=True, text=True, timeout=3600).stdout
+    r = json.loads(out)
+    return r["hits"], r["sets"], r["wall_s"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=10_000_000)
@@ -86,7 +102,11 @@ def main():
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--policies", default="allkeys-lru,allkeys-lfu,allkeys-random")
+    ap.add_argument("--client", choices=("c", "py"), default="c")
+    ap.add_argument("--workers", type=int, default=2, help="perfcached daemon.workers")
     a = ap.parse_args()
+    if a.client == "c" and not os.access(TRACE_CLIENT, os.X_OK):
+        sys.exit("bench/eviction: %s is missing (run make)" % TRACE_CLIENT)
     if a.quick:
         a.requests = 200_000
         a.maxmemory_mb = 16
@@ -97,18 +117,32 @@ def main():
           % (a.requests, nkeys, a.maxmemory_mb))
     t = time.time()
     keys = trace(zipf_cdf(nkeys, 0.99), a.requests, 42)
-    print("  trace built in %.1f s" % (time.time() - t))
+    print("  trace built in %.1f s; client %s" % (time.time() - t, "bench/trace_client" if a.client == "c" else "python3-redis"))
+    tf = tempfile.NamedTemporaryFile(prefix="pc-trace-", suffix=".u32", delete=False)
+    array.array("I", keys).tofile(tf)
+    tf.close()
     def measure(port, policy):
         c = redis.Redis(port=port, socket_timeout=60)
         try:
             c.config_set("maxmemory", mm)
             c.config_set("maxmemory-policy", policy)
-            h, s, w = run(c, keys, a.batch)
+            if a.client == "c":
+                h, s, w = run_c(port, tf.name, a.batch)
+            else:
+                h, s, w = run(c, keys, a.batch)
             return h, s, w, int(c.info("stats")["evicted_keys"])
         finally:
             c.close()
 
     rows = []
+    try:
+        run_all(a, measure, rows)
+    finally:
+        os.unlink(tf.name)
+    report(a, rows)
+
+
+def run_all(a, measure, rows):
     for policy in a.policies.split(","):
         rs = RedisServer()
         try:
@@ -116,11 +150,14 @@ def main():
         finally:
             rs.stop()
         # the arena is sized well above maxmemory: maxmemory is the limit under test
-        d = Daemon(workers=2, arena_mb=max(64, 4 * a.maxmemory_mb))
+        d = Daemon(workers=a.workers, arena_mb=max(64, 4 * a.maxmemory_mb))
         try:
             rows.append(("perfcached", policy) + measure(d.port, policy))
         finally:
             d.stop()
+
+
+def report(a, rows):
     print()
     print("  %-13s %-15s %9s %12s %10s %10s" % ("server", "policy", "hit rate", "requests/s", "evicted", "wall s"))
     base = {}

@@ -57,7 +57,7 @@ struct PickWeights {
 };
 thread_local PickWeights t_weights;
 
-bool PickCollection(Ctx& c, std::string* name, uint32_t* level) {
+bool PickCollection(Ctx& c, std::string* name) {
   PickWeights& w = t_weights;
   int64_t now = NowMs(c);
   if (w.infos.empty() || now - w.at_ms >= 100 || now < w.at_ms || w.total == 0) {
@@ -71,7 +71,6 @@ bool PickCollection(Ctx& c, std::string* name, uint32_t* level) {
   for (const auto& ci : w.infos) {
     if (r < ci.entries) {
       *name = ci.name;
-      *level = ci.level;
       return true;
     }
     r -= ci.entries;
@@ -130,55 +129,46 @@ void SetMemoryLimits(Ctx& c, const MemoryLimits& l) {
 namespace {
 
 // Sample about `samples` live keys of one collection (picked by weight),
-// from a random point of its table; volatile policies see keys with a TTL
-// only. False when there is nothing to sample.
+// from a random bucket of its table on; volatile policies see keys with a
+// TTL only. False when there is nothing to sample.
+//
+// SampleStep (cache/scan.h) copies only the records it keeps: about
+// `samples` record headers read per sample (each one a cache miss on a
+// large keyspace). Until session 16 the sampler was a SCAN step, which
+// copied and re-hashed every key of two whole residues (about 8 records
+// for 5 samples): with a server-bound client, 30% of a worker's time
+// under allkeys-lru went to eviction and perfcached served 0.74x of
+// redis-server's requests/s in bench/eviction.py.
 bool Sample(Ctx& c, const MemoryLimits& l, std::vector<Candidate>* out) {
   bool vol = Volatile(l.policy);
   uint32_t samples = l.samples < kMaxSamples ? l.samples : kMaxSamples;
   std::string name;
-  uint32_t level = 0;
-  if (!PickCollection(c, &name, &level)) return false;
+  if (!PickCollection(c, &name)) return false;
   TableRef t;
   if (OpenCollection(c, name, &t) != Status::kOk) return true;
-  int64_t now = NowMs(c);
-  // A SCAN cursor names a hash residue at a table level (cache/scan.cc):
-  // a random residue at the current level. A bucket holds about four keys
-  // at the default load.
-  if (level > kMaxLevel) level = kMaxLevel;
-  uint64_t cursor = (DictRandom() & ((uint64_t{1} << level) - 1)) << 6 | level, next = 0;
-  ScanFilter all;
-  size_t before = out->size();
-  // volatile-*: keys with a TTL may be few among many, so the walk goes on
-  // further for them (Redis samples its expires dict instead).
-  // A sparse table (a pre-sized collection after FLUSHALL, or one that has
-  // not merged back yet) may hold no key in the first residues: then the
-  // walk goes on, 128 residues a step, before it says there is nothing
+  uint64_t nb = detail::RouteBuckets(t.h->route.load(std::memory_order_acquire));
+  uint64_t start = nb ? DictRandom() % nb : 0;
+  // A bucket holds about four keys at the default load: 8 buckets give the
+  // samples. volatile-*: keys with a TTL may be few among many, so the walk
+  // goes on further for them (Redis samples its expires dict instead). A
+  // sparse table (a pre-sized collection after FLUSHALL, or one that has
+  // not merged back yet) may hold no key in the first buckets: then the
+  // walk goes on, up to 8,192 buckets, before it says there is nothing
   // (else a table of 10,000 keys in 131,072 buckets answered -OOM to every
-  // other eviction: 16 rounds of 8 buckets found no key).
-  int steps = vol ? 64 : 4;
-  constexpr int kSparseSteps = 64;
-  bool wrapped = false;
-  for (int step = 0; out->size() - before < samples; ++step) {
-    bool sparse = step >= steps;
-    if (sparse && (out->size() != before || step >= steps + kSparseSteps || PC_CANARY(15))) break;
-    Status s = ScanStep(c, t, cursor, sparse ? 128 : (samples + 3) / 4, all,
-                        [&](const ScanItem& it) {
-                          if (vol && it.info.expire_ms == 0) return;
-                          if (it.info.expire_ms != 0 && it.info.expire_ms <= now) return;
-                          out->push_back(Candidate{t, name, std::string(it.key), it.info.expire_ms,
-                                                   it.info.version, it.info.access, 0,
-                                                   mem::ClassFor(RecordBytes(it.info.type, it.key.size(),
-                                                                             it.info.vlen))});
-                        },
-                        &next);
-    if (s != Status::kOk) break;
-    if (next == 0) {  // the end of the cursor order: go on from its start, once
-      if (wrapped) break;
-      wrapped = true;
-    }
-    cursor = next;
+  // other eviction).
+  constexpr uint32_t kSparseBuckets = 8192;
+  std::vector<SampledRecord> recs;
+  uint64_t visited = 0;
+  Status s = SampleStep(c, t, start, samples, vol ? 128 : 8, vol, &recs, &visited);
+  if (s == Status::kOk && recs.empty() && !PC_CANARY(15)) {
+    uint64_t more = 0;
+    s = SampleStep(c, t, start + visited, samples, kSparseBuckets, vol, &recs, &more);
   }
-  if (out->size() == before) t_weights.at_ms = 0;  // nothing there: the weights may be stale
+  for (SampledRecord& r : recs) {
+    int cls = mem::ClassFor(RecordBytes(r.info.type, r.key.size(), r.info.vlen));
+    out->push_back(Candidate{t, name, std::move(r.key), r.info.expire_ms, r.info.version, r.info.access, 0, cls});
+  }
+  if (recs.empty()) t_weights.at_ms = 0;  // nothing there: the weights may be stale
   return true;
 }
 

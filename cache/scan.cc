@@ -184,4 +184,37 @@ Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, cons
   return Status::kOk;
 }
 
+Status SampleStep(Ctx& c, const TableRef& t, uint64_t start, uint32_t want, uint32_t max_buckets,
+                  bool ttl_only, std::vector<SampledRecord>* out, uint64_t* visited) {
+  TableHeader& h = *t.h;
+  *visited = 0;
+  if (h.gen.load(std::memory_order_acquire) != t.gen || h.state.load() != kTableLive) {
+    return Status::kStale;
+  }
+  int64_t now = NowMs(c);
+  uint64_t route = h.route.load(std::memory_order_acquire);
+  uint64_t nb = RouteBuckets(route);
+  if (nb == 0) return Status::kOk;
+  std::vector<Item> items;
+  uint32_t found = 0;
+  for (uint64_t idx = start % nb; *visited < max_buckets && found < want; idx = (idx + 1) % nb) {
+    ++*visited;
+    items.clear();
+    SnapshotBucket(c, h, idx, false, 0, &items);
+    // Overflow keys are sampled too (else they would never be evicted):
+    // the chains whose keys can route here (one at level >= 12).
+    if (h.ovf.count.load(std::memory_order_acquire) != 0) {
+      SnapshotOverflow(c, h, idx, RouteLevel(route), false, 0, &items);
+    }
+    for (Item& it : items) {
+      if (ttl_only && it.info.expire_ms == 0) continue;
+      if (it.info.expire_ms != 0 && it.info.expire_ms <= now) continue;
+      out->push_back(SampledRecord{std::move(it.key), it.info});
+      ++found;
+    }
+  }
+  if (h.gen.load(std::memory_order_acquire) != t.gen) return Status::kStale;
+  return Status::kOk;
+}
+
 }  // namespace cache

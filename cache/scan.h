@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/ops.h"
 
@@ -33,5 +35,21 @@ struct ScanFilter {
 [[nodiscard]] Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
                               const ScanFilter& f, const std::function<void(const ScanItem&)>& emit,
                               uint64_t* next);
+
+// Eviction sampling (cache/evict.cc): the key and header of the live
+// records of whole buckets from bucket `start` on (wrapping at the
+// table's size) and of the overflow chains that route to them, until at
+// least `want` are found or `max_buckets` buckets are visited (*visited:
+// how many). Each bucket is read seqlock-consistently; no key is re-hashed
+// and nothing but the header and key is copied. No SCAN guarantee: a key
+// moved by a concurrent split may be missed or come twice; the evictor
+// checks every victim again under the bucket lock (EvictKey by version).
+// ttl_only: records with an expiry only.
+struct SampledRecord {
+  std::string key;
+  ReadInfo info;
+};
+[[nodiscard]] Status SampleStep(Ctx& c, const TableRef& t, uint64_t start, uint32_t want, uint32_t max_buckets,
+                                bool ttl_only, std::vector<SampledRecord>* out, uint64_t* visited);
 
 }  // namespace cache

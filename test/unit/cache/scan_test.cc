@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "cache/internal.h"
 #include "test/unit/cache/fixture.h"
 // CppUTest last: its operator-new macros must not meet the standard headers.
 #include "CppUTest/TestHarness.h"
@@ -130,4 +131,60 @@ TEST(Scan, ValuesAndBadCursor) {
                         &next) == Status::kInvalid);
   CHECK(cache::ScanStep(c(), t, 63, 1, {}, [](const cache::ScanItem&) {}, &next) ==
         Status::kInvalid);
+}
+
+// ---- the eviction sampler (SampleStep) ---------------------------------------
+
+// Whole buckets from its start on, until it has what it wants: no more
+// buckets read than that.
+TEST(Scan, SampleStepReadsBucketsUntilItHasEnough) {
+  cache::TableRef t = f->Table("t", 64);
+  for (int i = 0; i < 200; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  CHECK_EQUAL(0u, t.h->ovf.count.load());  // (overflow chains come on top: next test)
+  for (uint64_t start = 0; start < 64; ++start) {
+    std::vector<cache::SampledRecord> out;
+    uint64_t visited = 0;
+    CHECK(cache::SampleStep(c(), t, start, 5, 8, false, &out, &visited) == Status::kOk);
+    uint32_t expect = 0, buckets = 0;
+    for (uint64_t x = start; expect < 5; x = (x + 1) % 64, ++buckets) {
+      expect += cache::UsedOf(*cache::detail::BucketAt(*f->arena, *t.h, x));
+    }
+    CHECK_EQUAL(expect, out.size());
+    CHECK_EQUAL(buckets, visited);
+    for (auto& r : out) CHECK(r.info.version != 0);
+  }
+}
+
+// Every key can be sampled, including one that lives in overflow: a
+// sampler that skipped the overflow chains would leave those keys for
+// ever under maxmemory.
+TEST(Scan, SampleStepReachesOverflow) {
+  cache::TableRef t = f->Table("t", 16, 1000000);  // never grows: full buckets, overflow
+  for (int i = 0; i < 600; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  CHECK(t.h->ovf.count.load() > 0);
+  std::set<std::string> seen;
+  for (uint64_t start = 0; start < 16; ++start) {
+    std::vector<cache::SampledRecord> out;
+    uint64_t visited = 0;
+    CHECK(cache::SampleStep(c(), t, start, 1, 1, false, &out, &visited) == Status::kOk);
+    for (auto& r : out) seen.insert(r.key);
+  }
+  CHECK_EQUAL(600u, seen.size());
+}
+
+TEST(Scan, SampleStepSkipsExpiredAndCanWantATtl) {
+  cache::TableRef t = f->Table("t", 16);
+  int64_t now = cache::NowMs(c());
+  for (int i = 0; i < 40; ++i) {
+    cache::StoreOpts o;
+    o.expire_ms = i % 4 == 0 ? now + 60000 : i % 4 == 1 ? now - 1 : 0;
+    CHECK(cache::Set(c(), t, testing::Key(i), "v", o) == Status::kOk);
+  }
+  std::vector<cache::SampledRecord> all, ttl;
+  uint64_t visited = 0;
+  CHECK(cache::SampleStep(c(), t, 0, 1000, 16, false, &all, &visited) == Status::kOk);
+  CHECK_EQUAL(30u, all.size());  // the 10 expired ones are not candidates
+  CHECK(cache::SampleStep(c(), t, 0, 1000, 16, true, &ttl, &visited) == Status::kOk);
+  CHECK_EQUAL(10u, ttl.size());
+  for (auto& r : ttl) CHECK(r.info.expire_ms > now);
 }

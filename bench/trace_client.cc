@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -152,7 +153,9 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> keys;
   uint32_t chunk[4096];
   for (size_t n; (n = std::fread(chunk, sizeof(uint32_t), 4096, f)) > 0;) keys.insert(keys.end(), chunk, chunk + n);
+  bool partial = std::fgetc(f) != EOF;  // a length that is not a multiple of 4
   std::fclose(f);
+  if (partial) Die(std::string(trace_path) + ": not a whole number of 32-bit key ids");
 
   Conn c(host, port);
   std::string out, key, value(1000, 'v');
@@ -173,11 +176,15 @@ int main(int argc, char** argv) {
       if (l.empty()) Die("empty reply line");
       if (l[0] == '-') Die("GET answered " + std::string(l));
       if (l[0] != '$') Die("GET answered a non-bulk reply: " + std::string(l));
-      long len = std::strtol(std::string(l.substr(1)).c_str(), nullptr, 10);
+      std::string num(l.substr(1));
+      char* end = nullptr;
+      long len = std::strtol(num.c_str(), &end, 10);
+      if (num.empty() || *end != '\0' || len < -1) Die("GET answered a bad bulk length: " + std::string(l));
       if (len < 0) {
         miss.push_back(keys[i + j]);
       } else {
-        c.Skip(static_cast<size_t>(len) + 2);
+        c.Skip(static_cast<size_t>(len));
+        if (!c.Line().empty()) Die("a bulk reply longer than its length");
         ++hits;
       }
     }

@@ -161,8 +161,9 @@ bool Sample(Ctx& c, const MemoryLimits& l, std::vector<Candidate>* out) {
   uint64_t visited = 0;
   Status s = SampleStep(c, t, start, samples, vol ? 128 : 8, vol, &recs, &visited);
   if (s == Status::kOk && recs.empty() && !PC_CANARY(15)) {
-    uint64_t more = 0;
-    s = SampleStep(c, t, start + visited, samples, kSparseBuckets, vol, &recs, &more);
+    uint64_t more = 0, left = nb > visited ? nb - visited : 0;
+    uint32_t budget = static_cast<uint32_t>(std::min<uint64_t>(kSparseBuckets, left));
+    if (budget > 0) s = SampleStep(c, t, start + visited, samples, budget, vol, &recs, &more);
   }
   for (SampledRecord& r : recs) {
     int cls = mem::ClassFor(RecordBytes(r.info.type, r.key.size(), r.info.vlen));

@@ -197,16 +197,24 @@ Status SampleStep(Ctx& c, const TableRef& t, uint64_t start, uint32_t want, uint
   if (nb == 0) return Status::kOk;
   std::vector<Item> items;
   uint32_t found = 0;
-  for (uint64_t idx = start % nb; *visited < max_buckets && found < want; idx = (idx + 1) % nb) {
+  // One lap at most: a small table is not read over and over (nor its
+  // keys taken twice).
+  uint64_t limit = std::min<uint64_t>(max_buckets, nb);
+  for (uint64_t idx = start % nb; *visited < limit && found < want; idx = (idx + 1) % nb) {
     ++*visited;
     items.clear();
     SnapshotBucket(c, h, idx, false, 0, &items);
+    size_t in_bucket = items.size();
     // Overflow keys are sampled too (else they would never be evicted):
-    // the chains whose keys can route here (one at level >= 12).
+    // from the chains that can hold keys of this bucket, the keys that
+    // route here (a chain at level >= 12 serves 2^(level-12) buckets: its
+    // keys taken at every one of them would be sampled that much more).
     if (h.ovf.count.load(std::memory_order_acquire) != 0) {
       SnapshotOverflow(c, h, idx, RouteLevel(route), false, 0, &items);
     }
-    for (Item& it : items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      Item& it = items[i];
+      if (i >= in_bucket && RouteIdx(route, HashOf(c, it.key)) != idx) continue;
       if (ttl_only && it.info.expire_ms == 0) continue;
       if (it.info.expire_ms != 0 && it.info.expire_ms <= now) continue;
       out->push_back(SampledRecord{std::move(it.key), it.info});

@@ -303,7 +303,13 @@ Off* DirPairGrow(Ctx& c, TableHeader& h, uint32_t seg) {
 bool detail::EnsureSegment(Ctx& c, TableHeader& h, uint32_t seg) {
   Off* pair = DirPairGrow(c, h, seg);
   if (!pair) return false;
-  if (mem::LoadOff(&pair[0]) != 0) return true;
+  if (mem::LoadOff(&pair[0]) != 0) {
+    // (A holder killed between the publication below and nsegs leaves
+    // the segment published: count it now, or whole-table walks and the
+    // drop would never see it.)
+    if (seg + 1 > h.nsegs) h.nsegs = seg + 1;
+    return true;
+  }
   Off so, ho;
   if (!AllocSegment(c, &so, &ho)) return false;
   mem::StoreOff(&pair[1], ho);

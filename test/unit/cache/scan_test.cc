@@ -5,6 +5,7 @@
 
 #include "cache/internal.h"
 #include "test/unit/cache/fixture.h"
+#include "test/unit/cache/child.h"  // KeyInBucket (includes CppUTest)
 // CppUTest last: its operator-new macros must not meet the standard headers.
 #include "CppUTest/TestHarness.h"
 
@@ -187,4 +188,35 @@ TEST(Scan, SampleStepSkipsExpiredAndCanWantATtl) {
   CHECK(cache::SampleStep(c(), t, 0, 1000, 16, true, &ttl, &visited) == Status::kOk);
   CHECK_EQUAL(10u, ttl.size());
   for (auto& r : ttl) CHECK(r.info.expire_ms > now);
+}
+
+// At level >= 12 an overflow chain holds the keys of several buckets: a
+// bucket's sample takes only those that route to it (else an overflow key
+// was sampled 2^(level-12) times as often as any other).
+TEST(Scan, SampleStepTakesOnlyTheOverflowKeysOfItsBucket) {
+  cache::TableRef t = f->Table("t", 8192, 1000000);  // level 13: chain j serves j and j + 4096
+  std::vector<std::string> in_b, in_partner;
+  for (int i = 0; i < 12; ++i) in_b.push_back(testing::KeyInBucket(c(), t, 5, i));
+  for (int i = 0; i < 12; ++i) in_partner.push_back(testing::KeyInBucket(c(), t, 5 + 4096, i));
+  for (auto& k : in_b) CHECK(cache::Set(c(), t, k, "v") == Status::kOk);
+  for (auto& k : in_partner) CHECK(cache::Set(c(), t, k, "v") == Status::kOk);
+  CHECK_EQUAL(6u, t.h->ovf.count.load());  // 9 positions a bucket: 3 + 3 spill
+  std::vector<cache::SampledRecord> out;
+  uint64_t visited = 0;
+  CHECK(cache::SampleStep(c(), t, 5, 1000, 1, false, &out, &visited) == Status::kOk);
+  std::set<std::string> got;
+  for (auto& r : out) got.insert(r.key);
+  CHECK_EQUAL(12u, out.size());
+  CHECK(got == std::set<std::string>(in_b.begin(), in_b.end()));
+}
+
+// One lap of the table at most, whatever the bucket budget.
+TEST(Scan, SampleStepStopsAfterOneLap) {
+  cache::TableRef t = f->Table("t", 16);
+  for (int i = 0; i < 3; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  std::vector<cache::SampledRecord> out;
+  uint64_t visited = 0;
+  CHECK(cache::SampleStep(c(), t, 7, 1000, 8192, false, &out, &visited) == Status::kOk);
+  CHECK_EQUAL(16u, visited);
+  CHECK_EQUAL(3u, out.size());
 }

@@ -128,42 +128,51 @@ void SetMemoryLimits(Ctx& c, const MemoryLimits& l) {
 
 namespace {
 
-// Sample about `samples` live keys of one collection (picked by weight),
-// from a random bucket of its table on; volatile policies see keys with a
-// TTL only. False when there is nothing to sample.
+// Sample `want` live keys of one collection (picked by weight); volatile
+// policies see keys with a TTL only. False when there is nothing to
+// sample.
 //
-// SampleStep (cache/scan.h) copies only the records it keeps: about
-// `samples` record headers read per sample (each one a cache miss on a
-// large keyspace). Until session 16 the sampler was a SCAN step, which
-// copied and re-hashed every key of two whole residues (about 8 records
-// for 5 samples): with a server-bound client, 30% of a worker's time
-// under allkeys-lru went to eviction and perfcached served 0.74x of
-// redis-server's requests/s in bench/eviction.py.
-bool Sample(Ctx& c, const MemoryLimits& l, std::vector<Candidate>* out) {
+// Each key is drawn uniformly over the collection's live keys
+// (SampleUniform: a random position of the table, drawn again while it is
+// empty; only the drawn record is copied). At the usual load of 4 keys a
+// bucket a draw finds an empty position 5 times in 9: 16 draws a key
+// (SampleDraws; more for a small table with overflow, at most 1,024 in
+// all, 256 for volatile-*) all miss with probability 1e-4 for one key.
+// Until session 17 the sample was whole buckets from a random one on,
+// until `want` keys
+// (SampleStep): a key of a crowded bucket was picked with probability
+// 1 / its crowd, so crowded buckets and overflow chains were evicted less
+// and grew (a fifth of the keys in overflow after 3,000,000 requests of
+// bench/eviction under allkeys-random, which lost 2 points of hit rate).
+//
+// The walk tops up a sample the draws left short: a sparse table (a
+// pre-sized collection after FLUSHALL, or one that has not merged back
+// yet) or few keys with a TTL among many (those samples keep some of the
+// whole-bucket bias). It reads whole buckets from a random one on: 8
+// (128 for volatile-*), and if they hold no key at all up to 8,192 more
+// before it says there is nothing (else a table of 10,000 keys in 131,072
+// buckets answered -OOM to every other eviction).
+bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>* out) {
   bool vol = Volatile(l.policy);
-  uint32_t samples = l.samples < kMaxSamples ? l.samples : kMaxSamples;
   std::string name;
   if (!PickCollection(c, &name)) return false;
   TableRef t;
   if (OpenCollection(c, name, &t) != Status::kOk) return true;
-  uint64_t nb = detail::RouteBuckets(t.h->route.load(std::memory_order_acquire));
-  uint64_t start = nb ? DictRandom() % nb : 0;
-  // A bucket holds about four keys at the default load: 8 buckets give the
-  // samples. volatile-*: keys with a TTL may be few among many, so the walk
-  // goes on further for them (Redis samples its expires dict instead). A
-  // sparse table (a pre-sized collection after FLUSHALL, or one that has
-  // not merged back yet) may hold no key in the first buckets: then the
-  // walk goes on, up to 8,192 buckets, before it says there is nothing
-  // (else a table of 10,000 keys in 131,072 buckets answered -OOM to every
-  // other eviction).
-  constexpr uint32_t kSparseBuckets = 8192;
   std::vector<SampledRecord> recs;
-  uint64_t visited = 0;
-  Status s = SampleStep(c, t, start, samples, vol ? 128 : 8, vol, &recs, &visited);
-  if (s == Status::kOk && recs.empty() && !PC_CANARY(15)) {
-    uint64_t more = 0, left = nb > visited ? nb - visited : 0;
-    uint32_t budget = static_cast<uint32_t>(std::min<uint64_t>(kSparseBuckets, left));
-    if (budget > 0) s = SampleStep(c, t, start + visited, samples, budget, vol, &recs, &more);
+  uint32_t draws = 0;
+  Status s = SampleUniform(c, t, want, SampleDraws(t, want, vol), vol, DictRandom, &recs, &draws);
+  if (s == Status::kOk && recs.size() < want) {  // short: the walk tops it up
+    uint64_t nb = detail::RouteBuckets(t.h->route.load(std::memory_order_acquire));
+    uint64_t start = nb ? DictRandom() % nb : 0;
+    constexpr uint32_t kSparseBuckets = 8192;
+    uint64_t visited = 0;
+    uint32_t left = want - static_cast<uint32_t>(recs.size());
+    s = SampleStep(c, t, start, left, vol ? 128 : 8, vol, &recs, &visited);
+    if (s == Status::kOk && recs.empty() && !PC_CANARY(15)) {
+      uint64_t more = 0, rest = nb > visited ? nb - visited : 0;
+      uint32_t budget = static_cast<uint32_t>(std::min<uint64_t>(kSparseBuckets, rest));
+      if (budget > 0) s = SampleStep(c, t, start + visited, left, budget, vol, &recs, &more);
+    }
   }
   for (SampledRecord& r : recs) {
     int cls = mem::ClassFor(RecordBytes(r.info.type, r.key.size(), r.info.vlen));
@@ -172,6 +181,8 @@ bool Sample(Ctx& c, const MemoryLimits& l, std::vector<Candidate>* out) {
   if (recs.empty()) t_weights.at_ms = 0;  // nothing there: the weights may be stale
   return true;
 }
+
+uint32_t Samples(const MemoryLimits& l) { return l.samples < kMaxSamples ? l.samples : kMaxSamples; }
 
 // The LRU / LFU pool (Redis's eviction pool): the best victims seen by this
 // process's recent samples, best last. An entry is checked again before it
@@ -205,7 +216,7 @@ bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
 bool EvictByAccess(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
   for (int round = 0; round < kSampleRounds; ++round) {
     std::vector<Candidate> cands;
-    if (!Sample(c, l, &cands)) {
+    if (!Sample(c, l, Samples(l), &cands)) {
       t_pool.clear();
       return false;
     }
@@ -240,7 +251,7 @@ bool MakeRoomFor(Ctx& c, size_t bytes, int attempt) {
                      l.policy == EvictPolicy::kVolatileLru || l.policy == EvictPolicy::kVolatileLfu;
     for (int round = 0; round < kSampleRounds; ++round) {
       std::vector<Candidate> cands;
-      if (!Sample(c, l, &cands)) return false;
+      if (!Sample(c, l, Samples(l), &cands)) return false;
       AccessParams p = LoadAccessParams(*c.catalog);
       int best = -1;
       for (size_t i = 0; i < cands.size(); ++i) {
@@ -271,9 +282,10 @@ bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
       l.policy == EvictPolicy::kVolatileLru || l.policy == EvictPolicy::kVolatileLfu) {
     return EvictByAccess(c, l, on_evict);
   }
+  bool random = l.policy != EvictPolicy::kVolatileTtl;
   for (int round = 0; round < kSampleRounds; ++round) {
     std::vector<Candidate> cands;
-    if (!Sample(c, l, &cands)) return false;
+    if (!Sample(c, l, random ? 1 : Samples(l), &cands)) return false;
     if (cands.empty()) continue;
     size_t pick = 0;
     if (l.policy == EvictPolicy::kVolatileTtl) {

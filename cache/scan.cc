@@ -120,7 +120,141 @@ void SnapshotOverflow(Ctx& c, TableHeader& h, uint64_t r, uint32_t l0, bool valu
   }
 }
 
+// A sampled record joins `out` unless it expired (or has no TTL and
+// only those are wanted).
+bool KeepSampled(Item& it, bool ttl_only, int64_t now, std::vector<SampledRecord>* out) {
+  if (ttl_only && it.info.expire_ms == 0) return false;
+  if (it.info.expire_ms != 0 && it.info.expire_ms <= now) return false;
+  out->push_back(SampledRecord{std::move(it.key), it.info});
+  return true;
+}
+
+// The draw positions of one overflow chain (none without overflow): 4 +
+// twice the mean chain rounded up, or the longest chain this process has
+// seen in the table lately if that is longer (a chain longer than its
+// positions has its keys drawn cap / length as often: they would be
+// evicted less and the chain would stay long). The longest is forgotten
+// every 4,096 samples of the table, so one long chain since merged away
+// does not slow the draws for ever.
+struct ChainHint {
+  const TableHeader* h = nullptr;
+  uint64_t gen = 0;
+  uint64_t longest = 0;
+  uint32_t age = 0;
+};
+thread_local ChainHint t_hints[8];  // the tables sampled lately, taken over in turn
+thread_local uint32_t t_next_hint = 0;
+
+ChainHint& HintFor(const TableRef& t) {
+  for (ChainHint& x : t_hints) {
+    if (x.h == t.h && x.gen == t.gen) return x;
+  }
+  ChainHint& x = t_hints[t_next_hint++ % 8];
+  x = ChainHint{t.h, t.gen, 0, 0};
+  return x;
+}
+
+uint64_t ChainCap(uint64_t ovf, const ChainHint& hint) {
+  return ovf ? std::max<uint64_t>(4 + 2 * ((ovf + kOvfHeads - 1) / kOvfHeads), hint.longest) : 0;
+}
+
+// One record of a uniform draw (SampleUniform): position `slot` of bucket
+// `idx`, read inside the bucket's seqlock bracket. False when the
+// position is empty (a rejected draw) or the bucket kept changing (the
+// sample is only a hint: the evictor checks its victim again).
+bool CopyPosition(const mem::Arena& a, const TableHeader& h, uint64_t idx, uint32_t slot, Item* it) {
+  Bucket* b = BucketAt(a, h, idx);
+  if (!b) return false;
+  for (int tries = 0; tries < kReadRetries; ++tries) {
+    uint32_t s1 = b->seq.load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    if (slot >= UsedOf(*b)) {
+      mem::SeqReadFence();
+      if (b->seq.load(std::memory_order_relaxed) == s1) return false;
+      continue;
+    }
+    bool ok = CopyItem(a, SlotAt(*b, static_cast<int>(slot)), false, 0, it);
+    mem::SeqReadFence();
+    if (b->seq.load(std::memory_order_relaxed) == s1) return ok;
+  }
+  return false;
+}
+
+// Position `pos` of overflow chain `chain` (a draw of SampleUniform),
+// read inside the overflow seqlock bracket. A chain longer than `cap`
+// takes position `redraw` modulo its length instead (its keys drawn cap /
+// length as often as the rest, but none out of reach) and its length
+// goes into *longest, which raises cap for the next samples.
+bool CopyChainPosition(const mem::Arena& a, TableHeader& h, uint64_t chain, uint64_t pos, uint64_t cap,
+                       uint64_t redraw, Item* it, uint64_t* longest) {
+  const Off* heads = reinterpret_cast<const Off*>(a.At(h.ovf.heads));
+  if (mem::LoadOff(&heads[chain]) == 0) return false;  // most draws of a sparse overflow
+  for (int tries = 0; tries < kReadRetries; ++tries) {
+    uint32_t s1 = h.ovf.seq.load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    uint64_t n = 0;
+    Off pick = 0;
+    uint32_t guard = 1u << 16;
+    for (Off node = mem::LoadOff(&heads[chain]); node != 0 && guard-- > 0; ++n) {
+      if (mem::CellBound(a, node) < kNodeBytes) break;
+      if (n == pos) pick = node;
+      node = mem::LoadOff(a.At(node) + kNodeNext);
+    }
+    if (n > cap) {
+      *longest = std::max(*longest, n);
+      uint64_t want = redraw % n, k = 0;
+      pick = 0;
+      for (Off node = mem::LoadOff(&heads[chain]); node != 0 && k <= want; ++k) {
+        if (mem::CellBound(a, node) < kNodeBytes) break;
+        if (k == want) pick = node;
+        node = mem::LoadOff(a.At(node) + kNodeNext);
+      }
+    }
+    bool ok = pick != 0 && CopyItem(a, mem::LoadOff(a.At(pick) + kNodeRec), false, 0, it);
+    mem::SeqReadFence();
+    if (h.ovf.seq.load(std::memory_order_relaxed) == s1) return ok;
+  }
+  return false;
+}
+
 }  // namespace
+
+Status SampleUniform(Ctx& c, const TableRef& t, uint32_t want, uint32_t max_draws, bool ttl_only,
+                     uint64_t (*rnd)(), std::vector<SampledRecord>* out, uint32_t* draws) {
+  TableHeader& h = *t.h;
+  *draws = 0;
+  if (h.gen.load(std::memory_order_acquire) != t.gen || h.state.load() != kTableLive) {
+    return Status::kStale;
+  }
+  const mem::Arena& a = c.arena;
+  int64_t now = NowMs(c);
+  ChainHint& hint = HintFor(t);
+  if (++hint.age % 4096 == 0) hint.longest = 0;
+  for (uint32_t found = 0; found < want && *draws < max_draws;) {
+    ++*draws;
+    uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
+    if (nb == 0) break;
+    uint64_t cap = ChainCap(h.ovf.count.load(std::memory_order_acquire), hint);
+    uint64_t in_buckets = nb * kLive;
+    uint64_t x = rnd() % (in_buckets + kOvfHeads * cap);
+    Item it;
+    bool got = x < in_buckets ? CopyPosition(a, h, x / kLive, static_cast<uint32_t>(x % kLive), &it)
+                              : CopyChainPosition(a, h, (x - in_buckets) / cap, (x - in_buckets) % cap, cap,
+                                                  rnd(), &it, &hint.longest);
+    if (got && KeepSampled(it, ttl_only, now, out)) ++found;
+  }
+  if (h.gen.load(std::memory_order_acquire) != t.gen) return Status::kStale;
+  return Status::kOk;
+}
+
+uint32_t SampleDraws(const TableRef& t, uint32_t want, bool ttl_only) {
+  uint64_t nb = RouteBuckets(t.h->route.load(std::memory_order_acquire));
+  uint64_t cap = ChainCap(t.h->ovf.count.load(std::memory_order_acquire), HintFor(t));
+  uint64_t in_buckets = nb * kLive, all = in_buckets + kOvfHeads * cap;
+  uint64_t per_key = in_buckets ? 16 * ((all + in_buckets - 1) / in_buckets) : 16;
+  uint64_t limit = ttl_only ? 256 : std::max<uint64_t>(1024, 16 * uint64_t{want});
+  return static_cast<uint32_t>(std::min(limit, per_key * want));
+}
 
 Status ScanStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count, const ScanFilter& f,
                 const std::function<void(const ScanItem&)>& emit, uint64_t* next) {
@@ -215,10 +349,7 @@ Status SampleStep(Ctx& c, const TableRef& t, uint64_t start, uint32_t want, uint
     for (size_t i = 0; i < items.size(); ++i) {
       Item& it = items[i];
       if (i >= in_bucket && RouteIdx(route, HashOf(c, it.key)) != idx) continue;
-      if (ttl_only && it.info.expire_ms == 0) continue;
-      if (it.info.expire_ms != 0 && it.info.expire_ms <= now) continue;
-      out->push_back(SampledRecord{std::move(it.key), it.info});
-      ++found;
+      if (KeepSampled(it, ttl_only, now, out)) ++found;
     }
   }
   if (h.gen.load(std::memory_order_acquire) != t.gen) return Status::kStale;

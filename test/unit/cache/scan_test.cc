@@ -1,6 +1,7 @@
 // perfcached — unit tests for cache/scan (SCAN guarantees across splits and merges).
 // Copyright (c) 2026 the perfcached authors.
 #include <map>
+#include <random>
 #include <set>
 
 #include "cache/internal.h"
@@ -28,6 +29,15 @@ std::multiset<std::string> FullScan(cache::Ctx& c, const cache::TableRef& t, uin
     if (between) between();
   } while (cursor != 0 && ++guard < 1000000);
   return out;
+}
+
+// 40 keys: 10 with a TTL ahead, 10 expired, 20 without one.
+void SetTtlMix(cache::Ctx& c, const cache::TableRef& t, int64_t now) {
+  for (int i = 0; i < 40; ++i) {
+    cache::StoreOpts o;
+    o.expire_ms = i % 4 == 0 ? now + 60000 : i % 4 == 1 ? now - 1 : 0;
+    CHECK(cache::Set(c, t, testing::Key(i), "v", o) == Status::kOk);
+  }
 }
 
 cache::ScanFilter TypeF(int type) {
@@ -176,11 +186,7 @@ TEST(Scan, SampleStepReachesOverflow) {
 TEST(Scan, SampleStepSkipsExpiredAndCanWantATtl) {
   cache::TableRef t = f->Table("t", 16);
   int64_t now = cache::NowMs(c());
-  for (int i = 0; i < 40; ++i) {
-    cache::StoreOpts o;
-    o.expire_ms = i % 4 == 0 ? now + 60000 : i % 4 == 1 ? now - 1 : 0;
-    CHECK(cache::Set(c(), t, testing::Key(i), "v", o) == Status::kOk);
-  }
+  SetTtlMix(c(), t, now);
   std::vector<cache::SampledRecord> all, ttl;
   uint64_t visited = 0;
   CHECK(cache::SampleStep(c(), t, 0, 1000, 16, false, &all, &visited) == Status::kOk);
@@ -219,4 +225,112 @@ TEST(Scan, SampleStepStopsAfterOneLap) {
   CHECK(cache::SampleStep(c(), t, 7, 1000, 8192, false, &out, &visited) == Status::kOk);
   CHECK_EQUAL(16u, visited);
   CHECK_EQUAL(3u, out.size());
+}
+
+// ---- the uniform sampler (SampleUniform) ------------------------------------
+
+namespace {
+std::mt19937_64 g_rng(17);
+uint64_t TestRandom() { return g_rng(); }
+
+// Draw `n` keys one call at a time (each call: one key) and count them.
+std::map<std::string, int> Draw(cache::Ctx& c, const cache::TableRef& t, int n, bool ttl_only = false) {
+  std::map<std::string, int> seen;
+  for (int i = 0; i < n; ++i) {
+    std::vector<cache::SampledRecord> out;
+    uint32_t draws = 0;
+    CHECK(cache::SampleUniform(c, t, 1, 1u << 20, ttl_only, TestRandom, &out, &draws) == Status::kOk);
+    CHECK_EQUAL(1u, out.size());
+    ++seen[out[0].key];
+  }
+  return seen;
+}
+}  // namespace
+
+// The bias SampleUniform removes: 20 keys crowd bucket 5 (9 there, 11 in
+// overflow), 40 keys sit alone in buckets of their own. A crowded key must
+// be drawn as often as a lone one (whole-bucket samples drew it a third
+// as often; a sampler that never drew overflow, never).
+TEST(Scan, SampleUniformDrawsCrowdedAndOverflowKeysAsOftenAsTheRest) {
+  cache::TableRef t = f->Table("t", 64, 1000000);  // never grows
+  std::set<std::string> crowded, lone;
+  for (int i = 0; i < 20; ++i) crowded.insert(testing::KeyInBucket(c(), t, 5, i));
+  for (uint64_t b = 10; b < 50; ++b) lone.insert(testing::KeyInBucket(c(), t, b, 0));
+  for (auto& k : crowded) CHECK(cache::Set(c(), t, k, "v") == Status::kOk);
+  for (auto& k : lone) CHECK(cache::Set(c(), t, k, "v") == Status::kOk);
+  CHECK_EQUAL(11u, t.h->ovf.count.load());
+  auto seen = Draw(c(), t, 6000);
+  CHECK_EQUAL(60u, seen.size());  // every key, overflow ones too
+  double in_crowd = 0, alone = 0;
+  for (auto& [k, n] : seen) (crowded.count(k) ? in_crowd : alone) += n;
+  double ratio = (in_crowd / 20) / (alone / 40);  // per key; 1.0 expected (+-0.08 at 3 sigma)
+  CHECK_TEXT(ratio > 0.85 && ratio < 1.15, ("crowded / lone per key " + std::to_string(ratio)).c_str());
+}
+
+// A chain longer than the draw's positions for it (cap) is drawn over its
+// whole length: none of its keys is out of reach; and cap then learns
+// its length, so its keys are drawn as often as the bucket's (else 6 / 21
+// as often, and a long chain, evicted less, stays long).
+TEST(Scan, SampleUniformReachesEveryKeyOfAnOverlongChain) {
+  cache::TableRef t = f->Table("t", 16, 1000000);
+  std::vector<std::string> keys;  // one chain (the low 12 bits of the hash), bucket 7
+  for (int i = 0; keys.size() < 30; ++i) {
+    std::string k = "chain:" + std::to_string(i);
+    if ((cache::detail::HashOf(c(), k) & (cache::kOvfHeads - 1)) == 7) keys.push_back(k);
+  }
+  for (auto& k : keys) CHECK(cache::Set(c(), t, k, "v") == Status::kOk);
+  CHECK_EQUAL(21u, t.h->ovf.count.load());  // cap starts at 6: the chain is 3.5 times longer
+  auto seen = Draw(c(), t, 3000);
+  CHECK_EQUAL(30u, seen.size());
+  std::set<std::string> in_bucket(keys.begin(), keys.begin() + 9);  // the first 9 stayed in the bucket
+  double b = 0, o = 0;
+  for (auto& [k, n] : seen) (in_bucket.count(k) ? b : o) += n;
+  double ratio = (o / 21) / (b / 9);  // per key; 1.0 expected
+  CHECK_TEXT(ratio > 0.8 && ratio < 1.25, ("chain / bucket per key " + std::to_string(ratio)).c_str());
+}
+
+TEST(Scan, SampleUniformSkipsExpiredAndCanWantATtl) {
+  cache::TableRef t = f->Table("t", 16);
+  int64_t now = cache::NowMs(c());
+  SetTtlMix(c(), t, now);
+  CHECK_EQUAL(30u, Draw(c(), t, 1000).size());  // the 10 expired ones never
+  auto ttl = Draw(c(), t, 500, true);
+  CHECK_EQUAL(10u, ttl.size());
+  for (auto& [k, n] : ttl) {
+    cache::ReadInfo ri;
+    CHECK(cache::Probe(c(), t, k, &ri) == Status::kOk);
+    CHECK(ri.expire_ms > now);
+  }
+}
+
+// An empty table, or draws that all miss: nothing, and a bounded number
+// of draws.
+TEST(Scan, SampleUniformStopsAtItsDraws) {
+  cache::TableRef t = f->Table("t", 1024);
+  std::vector<cache::SampledRecord> out;
+  uint32_t draws = 0;
+  CHECK(cache::SampleUniform(c(), t, 5, 100, false, TestRandom, &out, &draws) == Status::kOk);
+  CHECK_EQUAL(0u, out.size());
+  CHECK_EQUAL(100u, draws);
+  CHECK_EQUAL(16u * 5, cache::SampleDraws(t, 5, false));
+  CHECK_EQUAL(16u * 5, cache::SampleDraws(t, 5, true));
+}
+
+// A small table with overflow spends most draws on empty chains: it gets
+// more of them, so a key is still found.
+TEST(Scan, SampleDrawsGrowWithTheChainsAgainstTheBuckets) {
+  cache::TableRef t = f->Table("t", 16, 1000000);
+  for (int i = 0; i < 200; ++i) CHECK(cache::Set(c(), t, testing::Key(i), "v") == Status::kOk);
+  CHECK(t.h->ovf.count.load() > 0);
+  uint32_t per_key = cache::SampleDraws(t, 1, false);
+  CHECK(per_key > 16 && per_key <= 1024);
+  CHECK(cache::SampleDraws(t, 1, true) <= 256);  // few keys with a TTL: the walk is cheaper
+  int found = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<cache::SampledRecord> out;
+    uint32_t draws = 0;
+    CHECK(cache::SampleUniform(c(), t, 1, per_key, false, TestRandom, &out, &draws) == Status::kOk);
+    found += static_cast<int>(out.size());
+  }
+  CHECK(found >= 190);
 }

@@ -18,6 +18,7 @@ the servers set the pace; --client py uses the Python client instead (it
 bounds both servers: about 60,000 requests/s).
 
   bench/eviction.py --policies allkeys-lru   # one policy (comma-separated list)
+  bench/eviction.py --runs 3                 # each pairing 3 times, alternated: medians
 """
 import argparse
 import array
@@ -104,6 +105,7 @@ def main():
     ap.add_argument("--policies", default="allkeys-lru,allkeys-lfu,allkeys-random")
     ap.add_argument("--client", choices=("c", "py"), default="c")
     ap.add_argument("--workers", type=int, default=2, help="perfcached daemon.workers")
+    ap.add_argument("--runs", type=int, default=1, help="runs of each pairing, servers alternated; medians")
     a = ap.parse_args()
     if a.client == "c" and not os.access(TRACE_CLIENT, os.X_OK):
         sys.exit("bench/eviction: %s is missing (run make)" % TRACE_CLIENT)
@@ -130,7 +132,7 @@ def main():
                 h, s, w = run_c(port, tf.name, a.batch)
             else:
                 h, s, w = run(c, keys, a.batch)
-            return h, s, w, int(c.info("stats")["evicted_keys"])
+            return h, s, w, int(c.info("stats")["evicted_keys"]), c.dbsize()
         finally:
             c.close()
 
@@ -142,34 +144,68 @@ def main():
     report(a, rows)
 
 
+def run_redis(a, measure, policy):
+    rs = RedisServer()
+    try:
+        return ("redis-server", policy) + measure(rs.port, policy)
+    finally:
+        rs.stop()
+
+
+def run_perfcached(a, measure, policy):
+    # the arena is sized well above maxmemory: maxmemory is the limit under test
+    d = Daemon(workers=a.workers, arena_mb=max(64, 4 * a.maxmemory_mb))
+    try:
+        return ("perfcached", policy) + measure(d.port, policy)
+    finally:
+        d.stop()
+
+
 def run_all(a, measure, rows):
-    for policy in a.policies.split(","):
-        rs = RedisServer()
-        try:
-            rows.append(("redis-server", policy) + measure(rs.port, policy))
-        finally:
-            rs.stop()
-        # the arena is sized well above maxmemory: maxmemory is the limit under test
-        d = Daemon(workers=a.workers, arena_mb=max(64, 4 * a.maxmemory_mb))
-        try:
-            rows.append(("perfcached", policy) + measure(d.port, policy))
-        finally:
-            d.stop()
+    # --runs R: each pairing R times, the two servers alternated (redis
+    # first in odd runs, perfcached first in even ones): this VM's speed
+    # drifts over minutes, so a pair is measured close together
+    for r in range(a.runs):
+        for policy in a.policies.split(","):
+            order = (run_redis, run_perfcached) if r % 2 == 0 else (run_perfcached, run_redis)
+            for f in order:
+                row = f(a, measure, policy)
+                rows.append(row)
+                if a.runs > 1:
+                    print("  run %d: %-13s %-15s %6.2f%% %9.0f requests/s"
+                          % (r + 1, row[0], policy, 100.0 * row[2] / a.requests, (a.requests + row[3]) / row[4]),
+                          flush=True)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2.0
 
 
 def report(a, rows):
+    # one line per server and policy: the medians over the runs (the
+    # evictions and keys held of the run with the median rate)
+    merged = []
+    for srv, pol in dict.fromkeys((r[0], r[1]) for r in rows):
+        mine = [r for r in rows if r[0] == srv and r[1] == pol]
+        rps = [(a.requests + r[3]) / r[4] for r in mine]
+        mid = sorted(zip(rps, range(len(mine))))[len(mine) // 2][1]
+        merged.append((srv, pol, median([r[2] for r in mine]), median(rps), mine[mid][5], mine[mid][6],
+                       median([r[4] for r in mine])))
     print()
-    print("  %-13s %-15s %9s %12s %10s %10s" % ("server", "policy", "hit rate", "requests/s", "evicted", "wall s"))
+    if a.runs > 1:
+        print("  medians of %d runs" % a.runs)
+    print("  %-13s %-15s %9s %12s %10s %9s %8s" % ("server", "policy", "hit rate", "requests/s", "evicted", "keys held", "wall s"))
     base = {}
-    for srv, pol, h, s, w, ev in rows:
+    for srv, pol, h, rps, ev, held, w in merged:
         rate = 100.0 * h / a.requests
-        rps = (a.requests + s) / w
         if srv == "redis-server":
             base[pol] = (rate, rps)
         extra = ""
         if srv == "perfcached" and pol in base:
             extra = "   (%+.1f points, %.2fx redis)" % (rate - base[pol][0], rps / base[pol][1])
-        print("  %-13s %-15s %8.2f%% %12.0f %10d %10.1f%s" % (srv, pol, rate, rps, ev, w, extra))
+        print("  %-13s %-15s %8.2f%% %12.0f %10d %9d %8.1f%s" % (srv, pol, rate, rps, ev, held, w, extra))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include "cache/dict.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -113,9 +114,29 @@ void DictBackoff(int attempt) {
   if (attempt > 4) sched_yield();
 }
 
+namespace {
+thread_local uint64_t t_random = 0;  // 0: not seeded in this process yet
+
+void ReseedAfterFork() { t_random = 0; }
+
+uint64_t SeedRandom() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, ReseedAfterFork) == 0;
+  (void)registered;
+  std::random_device dev;
+  uint64_t s = (uint64_t{dev()} << 32) ^ dev();
+  return s ? s : 1;
+}
+}  // namespace
+
+// splitmix64: a few instructions a number (eviction draws dozens a
+// sample; the mersenne twister it replaced was 4.6% of a worker's
+// instructions under allkeys-lru). Each forked process seeds its own.
 uint64_t DictRandom() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return rng();
+  if (t_random == 0) [[unlikely]] t_random = SeedRandom();
+  uint64_t z = (t_random += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
 }
 
 // ---- freeing -------------------------------------------------------------------

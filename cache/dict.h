@@ -241,7 +241,8 @@ Status RunDict(F&& body) {
   }
   return Status::kBusy;
 }
-// A random 64-bit number (per-thread generator, seeded at first use).
+// A random 64-bit number (per-thread splitmix64, seeded at first use and
+// again in a forked child, so workers do not share one sequence).
 uint64_t DictRandom();
 
 // Audit support (cache/audit.cc): walk a tree-encoded value, calling

@@ -35,14 +35,18 @@ bool Volatile(EvictPolicy p) {
          p == EvictPolicy::kVolatileRandom || p == EvictPolicy::kVolatileTtl;
 }
 
+// A sampled key. Its collection is the table it was read from (t: the
+// header and its generation); the name is read only for the key that is
+// evicted (a sample used to copy it five times).
 struct Candidate {
   TableRef t;
-  std::string coll, key;
+  std::string key;
   int64_t expire_ms = 0;
   uint64_t version = 0;
   uint16_t access = 0;
   uint32_t rank = 0;  // LRU / LFU: AccessEvictRank, larger = evict first
   int cls = -1;       // the slab class of its record (-1: a large object)
+  uint64_t order = 0;  // in the pool: rank << 40 | insertion count (of equal ranks the newest goes first)
 };
 
 // A collection, picked with probability proportional to its keys. The
@@ -56,6 +60,7 @@ struct PickWeights {
   int64_t at_ms = 0;
 };
 thread_local PickWeights t_weights;
+thread_local std::vector<SampledRecord> t_recs;  // Sample's, reused (its capacity)
 
 bool PickCollection(Ctx& c, std::string* name) {
   PickWeights& w = t_weights;
@@ -157,8 +162,12 @@ bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>
   std::string name;
   if (!PickCollection(c, &name)) return false;
   TableRef t;
-  if (OpenCollection(c, name, &t) != Status::kOk) return true;
-  std::vector<SampledRecord> recs;
+  if (OpenCollection(c, name, &t) != Status::kOk) {
+    t_weights.at_ms = 0;  // dropped or renamed: the next sample reads the names again
+    return true;
+  }
+  std::vector<SampledRecord>& recs = t_recs;
+  recs.clear();
   uint32_t draws = 0;
   Status s = SampleUniform(c, t, want, SampleDraws(t, want, vol), vol, DictRandom, &recs, &draws);
   if (s == Status::kOk && recs.size() < want) {  // short: the walk tops it up
@@ -174,9 +183,10 @@ bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>
       if (budget > 0) s = SampleStep(c, t, start + visited, left, budget, vol, &recs, &more);
     }
   }
+  out->reserve(out->size() + recs.size());
   for (SampledRecord& r : recs) {
     int cls = mem::ClassFor(RecordBytes(r.info.type, r.key.size(), r.info.vlen));
-    out->push_back(Candidate{t, name, std::move(r.key), r.info.expire_ms, r.info.version, r.info.access, 0, cls});
+    out->push_back(Candidate{t, std::move(r.key), r.info.expire_ms, r.info.version, r.info.access, 0, cls});
   }
   if (recs.empty()) t_weights.at_ms = 0;  // nothing there: the weights may be stale
   return true;
@@ -185,31 +195,73 @@ bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>
 uint32_t Samples(const MemoryLimits& l) { return l.samples < kMaxSamples ? l.samples : kMaxSamples; }
 
 // The LRU / LFU pool (Redis's eviction pool): the best victims seen by this
-// process's recent samples, best last. An entry is checked again before it
-// is taken: a key read since it was sampled is dropped, not evicted.
+// process's recent samples. An entry is checked again before it is taken:
+// a key read since it was sampled is dropped, not evicted. Unordered: an
+// insert replaces the worst entry and a take removes the best, each one
+// scan of 16 ranks and one move (a sorted pool shifted up to 16 entries,
+// key strings and all, a sample).
 constexpr size_t kPoolSize = 16;
 thread_local std::vector<Candidate> t_pool;
+thread_local uint64_t t_pool_seq = 0;
+// Ranks are below 2^24 (access.h: idle seconds modulo 2^13, or 255 -
+// frequency); the insertion count wraps after 2^40 samples, which only
+// reorders equal ranks for a moment.
+constexpr uint64_t kOrderSeqMask = (uint64_t{1} << 40) - 1;
 
 void PoolInsert(Candidate&& cand) {
+  cand.order = uint64_t{cand.rank} << 40 | (++t_pool_seq & kOrderSeqMask);
+  size_t worst = 0;
+  if (t_pool.size() >= kPoolSize) {
+    for (size_t i = 1; i < t_pool.size(); ++i) {
+      if (t_pool[i].order < t_pool[worst].order) worst = i;
+    }
+    // No better than the worst entry: not kept. (An entry of the same
+    // key ranked higher before a read stays; it is checked again before
+    // it is taken.)
+    if (cand.rank <= t_pool[worst].rank) return;
+  }
   for (auto& e : t_pool) {
-    if (e.key == cand.key && e.coll == cand.coll) {
+    // The same record: same table, same version (cheap to compare, rarely
+    // equal for two keys), same key.
+    if (e.version == cand.version && e.t.h == cand.t.h && e.t.gen == cand.t.gen && e.key == cand.key) {
       e = std::move(cand);
-      std::sort(t_pool.begin(), t_pool.end(), [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
       return;
     }
   }
-  if (t_pool.size() >= kPoolSize) {
-    if (cand.rank <= t_pool.front().rank) return;
-    t_pool.erase(t_pool.begin());
+  if (t_pool.size() < kPoolSize) {
+    t_pool.push_back(std::move(cand));
+  } else {
+    t_pool[worst] = std::move(cand);
   }
-  auto at = std::upper_bound(t_pool.begin(), t_pool.end(), cand.rank,
-                             [](uint32_t r, const Candidate& e) { return r < e.rank; });
-  t_pool.insert(at, std::move(cand));
 }
 
+// Take the best entry out of a non-empty pool.
+Candidate PoolTake() {
+  size_t best = 0;
+  for (size_t i = 1; i < t_pool.size(); ++i) {
+    if (t_pool[i].order > t_pool[best].order) best = i;
+  }
+  Candidate v = std::move(t_pool[best]);
+  if (best + 1 != t_pool.size()) t_pool[best] = std::move(t_pool.back());
+  t_pool.pop_back();
+  return v;
+}
+
+// on_evict gets the collection's name after the eviction (a rename since
+// the sample is followed: the tombstone goes under the name the key had),
+// or the name read just before it if the collection was dropped meanwhile
+// (the tombstone must be written even then: the drop record carries no
+// version, and a put of the key in another worker's ring may reach the
+// WAL after it).
 bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
-  if (EvictKey(c, v.t, v.key, v.version) != Status::kOk) return false;  // changed or gone
-  if (on_evict) on_evict(v.coll, v.key, v.version);
+  std::string name;
+  if (on_evict && !detail::LiveTableName(*v.t.h, v.t, &name)) return false;  // dropped since the sample
+  if (EvictKey(c, v.t, v.key, v.version) != Status::kOk) return false;       // changed or gone
+  if (on_evict) {
+    std::string now;
+    if (detail::LiveTableName(*v.t.h, v.t, &now)) name = std::move(now);
+    on_evict(name, v.key, v.version);
+  }
   return true;
 }
 
@@ -226,13 +278,11 @@ bool EvictByAccess(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
       PoolInsert(std::move(cand));
     }
     while (!t_pool.empty()) {
-      Candidate v = std::move(t_pool.back());
-      t_pool.pop_back();
+      Candidate v = PoolTake();
       // Still the record we ranked, not read since? (Probe does not touch.)
       ReadInfo ri;
-      TableRef t;
-      if (OpenCollection(c, v.coll, &t) != Status::kOk || t.h != v.t.h || t.gen != v.t.gen) continue;
-      if (Probe(c, t, v.key, &ri) != Status::kOk || ri.version != v.version) continue;
+      if (!detail::Live(*v.t.h, v.t)) continue;  // dropped since
+      if (Probe(c, v.t, v.key, &ri) != Status::kOk || ri.version != v.version) continue;
       if (AccessEvictRank(LoadAccessParams(*c.catalog), ri.access) + 1 < v.rank) continue;
       if (EvictVictim(c, v, on_evict)) return true;
     }
@@ -273,6 +323,7 @@ bool MakeRoomFor(Ctx& c, size_t bytes, int attempt) {
 
 void ForgetEvictionPool() {
   std::vector<Candidate>().swap(t_pool);
+  std::vector<SampledRecord>().swap(t_recs);
   t_weights = PickWeights{};
 }
 

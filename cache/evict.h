@@ -68,7 +68,10 @@ bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict = {});
 inline constexpr int kRoomByPolicy = 32;
 bool MakeRoomFor(Ctx& c, size_t bytes, int attempt);
 
-// Empty this thread's LRU / LFU candidate pool (and free its memory).
+// Empty this thread's LRU / LFU candidate pool (and free its memory). The
+// pool holds table header pointers of the arena it sampled: a thread that
+// evicts in one arena and then another (tests with several fixtures) must
+// call this between them.
 void ForgetEvictionPool();
 
 }  // namespace cache

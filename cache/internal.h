@@ -7,6 +7,7 @@
 // cache/table.h (scripts/check-deps.sh fails the build otherwise).
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "cache/catalog.h"
@@ -103,6 +104,10 @@ inline bool Live(const TableHeader& h, const TableRef& t) {
   return h.gen.load(std::memory_order_acquire) == t.gen &&
          h.state.load(std::memory_order_relaxed) == kTableLive;
 }
+
+// The name of the collection t refers to (read under its name seqlock;
+// table.cc); false when it is no longer live at t's generation.
+bool LiveTableName(const TableHeader& h, const TableRef& t, std::string* out);
 
 // Lock the bucket that `hash` routes to, re-routing if a split/merge moved
 // it meanwhile. Returns nullptr if the table has no such bucket (stale).

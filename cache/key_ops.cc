@@ -3,7 +3,6 @@
 #include "cache/key_ops.h"
 
 #include <algorithm>
-#include <random>
 
 #include "cache/dict.h"
 #include "cache/hash_ops.h"
@@ -236,10 +235,9 @@ Status MoveKey(Ctx& c, const TableRef& st, const TableRef& dt, std::string_view 
 Status RandomKey(Ctx& c, const TableRef& t, std::string* key) {
   key->clear();
   if (CollectionEntries(c, t) == 0) return Status::kNotFound;
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
   uint32_t level = detail::RouteLevel(t.h->route.load());
   uint64_t nres = uint64_t{1} << level;
-  uint64_t r = rng() % nres;
+  uint64_t r = DictRandom() % nres;  // per process: forked workers do not share a sequence
   uint64_t cursor = r == 0 ? 0 : (r << 6) | level;
   bool found = false;
   for (uint64_t step = 0; step <= nres && !found; ++step) {

@@ -182,11 +182,11 @@ bool CopyPosition(const mem::Arena& a, const TableHeader& h, uint64_t idx, uint3
 
 // Position `pos` of overflow chain `chain` (a draw of SampleUniform),
 // read inside the overflow seqlock bracket. A chain longer than `cap`
-// takes position `redraw` modulo its length instead (its keys drawn cap /
+// takes a new random position (rnd) modulo its length instead (its keys drawn cap /
 // length as often as the rest, but none out of reach) and its length
 // goes into *longest, which raises cap for the next samples.
 bool CopyChainPosition(const mem::Arena& a, TableHeader& h, uint64_t chain, uint64_t pos, uint64_t cap,
-                       uint64_t redraw, Item* it, uint64_t* longest) {
+                       uint64_t (*rnd)(), Item* it, uint64_t* longest) {
   const Off* heads = reinterpret_cast<const Off*>(a.At(h.ovf.heads));
   if (mem::LoadOff(&heads[chain]) == 0) return false;  // most draws of a sparse overflow
   for (int tries = 0; tries < kReadRetries; ++tries) {
@@ -202,7 +202,7 @@ bool CopyChainPosition(const mem::Arena& a, TableHeader& h, uint64_t chain, uint
     }
     if (n > cap) {
       *longest = std::max(*longest, n);
-      uint64_t want = redraw % n, k = 0;
+      uint64_t want = rnd() % n, k = 0;
       pick = 0;
       for (Off node = mem::LoadOff(&heads[chain]); node != 0 && k <= want; ++k) {
         if (mem::CellBound(a, node) < kNodeBytes) break;
@@ -240,7 +240,7 @@ Status SampleUniform(Ctx& c, const TableRef& t, uint32_t want, uint32_t max_draw
     Item it;
     bool got = x < in_buckets ? CopyPosition(a, h, x / kLive, static_cast<uint32_t>(x % kLive), &it)
                               : CopyChainPosition(a, h, (x - in_buckets) / cap, (x - in_buckets) % cap, cap,
-                                                  rnd(), &it, &hint.longest);
+                                                  rnd, &it, &hint.longest);
     if (got && KeepSampled(it, ttl_only, now, out)) ++found;
   }
   if (h.gen.load(std::memory_order_acquire) != t.gen) return Status::kStale;

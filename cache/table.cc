@@ -36,8 +36,11 @@ void HealCatalogIfDead(Catalog& cat);
 // Names are read under the entry's name seqlock. A name seqlock that stays
 // odd means a rename was killed mid-copy: after a while, ask whether the
 // catalog lock's holder is dead and finish its rename (never spin forever).
-std::string NameOf(const TableHeader& h) {
+// `go_on` is asked before each try and after the copy; false ends the read.
+template <typename GoOn>
+bool ReadName(const TableHeader& h, GoOn go_on, std::string* out) {
   for (uint32_t spins = 0;; ++spins) {
+    if (!go_on()) return false;
     uint32_t s1 = h.name_seq.load(std::memory_order_acquire);
     if (s1 & 1) {
       if ((spins & 1023) == 1023) {
@@ -50,9 +53,17 @@ std::string NameOf(const TableHeader& h) {
     mem::AtomicCopyOut(buf, h.name, sizeof buf);
     mem::SeqReadFence();
     if (h.name_seq.load(std::memory_order_relaxed) != s1) continue;
+    if (!go_on()) return false;
     buf[63] = 0;
-    return std::string(buf);
+    out->assign(buf);
+    return true;
   }
+}
+
+std::string NameOf(const TableHeader& h) {
+  std::string name;
+  (void)ReadName(h, [] { return true; }, &name);
+  return name;
 }
 
 bool NameIs(const TableHeader& h, std::string_view name) { return NameOf(h) == name; }
@@ -125,6 +136,14 @@ uint32_t Log2Ceil(uint32_t v) {
 }
 
 }  // namespace
+
+// As NameOf, for a table that may be dropped meanwhile (an evictor holds a
+// TableRef from its sample): false once the table is not live at t's
+// generation, so a slot re-created by a process killed inside WriteName
+// (an odd name seqlock no catalog repair will even) cannot hold us.
+bool detail::LiveTableName(const TableHeader& h, const TableRef& t, std::string* out) {
+  return ReadName(h, [&] { return Live(h, t); }, out);  // the same generation throughout: its name
+}
 
 namespace detail {
 

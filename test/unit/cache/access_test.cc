@@ -1,6 +1,8 @@
 // perfcached — unit tests of the per-record access field (cache/access.h)
 // and the LRU / LFU policies built on it (cache/evict.h).
 // Copyright (c) 2026 the perfcached authors.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -336,4 +338,50 @@ TEST(Access, EvictionFindsKeysInASparseTable) {
     CHECK_EQUAL(50, evicted);
     cache::ForgetEvictionPool();
   }
+}
+
+// Regression (session 18): the tombstone an eviction logs names the
+// collection the key is in when it goes. The pool kept the name of the
+// sample, so a key sampled before a RENAME of its collection and evicted
+// after it was logged under the old name (a restart brought it back under
+// the new one).
+TEST(Access, AnEvictionNamesTheCollectionAsItIsNow) {
+  cache::TableRef t = f->Table("before", 64);
+  for (int i = 0; i < 100; ++i) Put(t, testing::Key(i));
+  Advance(10);
+  cache::MemoryLimits l;
+  l.policy = cache::EvictPolicy::kAllKeysLru;
+  cache::SetMemoryLimits(*c, l);
+  std::string coll, key;
+  auto note = [&](std::string_view cn, std::string_view k, uint64_t) {
+    coll = cn;
+    key = k;
+  };
+  CHECK(cache::EvictOne(*c, l, note));  // fills this thread's pool from "before"
+  CHECK_EQUAL(std::string("before"), coll);
+  CHECK(cache::RenameCollection(*c, "before", "after") == Status::kOk);
+  for (int n = 0; n < 8; ++n) {  // pooled candidates of the old name first, then new samples
+    coll.clear();
+    CHECK(cache::EvictOne(*c, l, note));
+    CHECK_EQUAL(std::string("after"), coll);
+    CHECK(cache::Probe(*c, t, key, nullptr) == Status::kNotFound);
+  }
+}
+
+// A dropped collection's name is never waited for: a slot re-created by a
+// process killed inside its name copy keeps an odd name seqlock that no
+// catalog repair evens (the catalog lock was not held). The eviction that
+// read the name of its victim's collection after the victim went used to
+// spin on it. alarm(): a regression kills the suite instead of hanging it.
+TEST(Access, TheNameOfADroppedCollectionIsNotWaitedFor) {
+  cache::TableRef t = f->Table("gone", 64);
+  std::string name;
+  CHECK(cache::detail::LiveTableName(*t.h, t, &name));
+  CHECK_EQUAL(std::string("gone"), name);
+  CHECK(cache::DropCollection(*c, "gone") == Status::kOk);
+  t.h->name_seq.fetch_add(1);  // odd: a name copy that never finished
+  alarm(20);
+  CHECK_FALSE(cache::detail::LiveTableName(*t.h, t, &name));
+  alarm(0);
+  t.h->name_seq.fetch_add(1);
 }

@@ -20,7 +20,7 @@ import unittest
 
 import redis
 
-from harness import Daemon, encode, mi_fifo_raw
+from harness import Daemon, encode, free_port, http_request, mi_datagram_raw, mi_fifo_raw, wait_for_path
 
 ARENA_MB = 64        # small arena: a fill to -OOM takes a few seconds
 BATCH = 1000         # SETs per pipelined batch
@@ -254,6 +254,29 @@ class MemoryCommand(unittest.TestCase):
         with self.assertRaisesRegex(redis.ResponseError, "not an integer"):
             r.execute_command("MEMORY", "USAGE", "s", "SAMPLES", "x")
 
+    def test_mem_shm_dump_reports_each_class(self):
+        # MI mem_shm_dump: per slab class, cells = used (live + claimed by a
+        # process's private stack) + free, waste = page bytes not in cells;
+        # the class of a 100-byte value's record holds the 5,000 written
+        def classes():
+            return {c["cell"]: c for c in mi_call(self.d, "mem_shm_dump")["slab_classes"]}
+        before = classes()
+        p = self.r.pipeline(transaction=False)
+        for i in range(5000):
+            p.set("m:%04d" % i, b"v" * 100)
+        p.execute()
+        after = classes()
+        for c in after.values():
+            self.assertEqual(c["cells"], c["used"] + c["free"], c)
+            self.assertEqual(c["waste_bytes"], c["page_bytes"] - c["cells"] * c["cell"], c)
+            self.assertGreaterEqual(c["pages"], 1, c)
+        grew = {cell: after[cell]["used"] - before.get(cell, {"used": 0})["used"] for cell in after}
+        cell = max(grew, key=grew.get)
+        self.assertGreaterEqual(cell, 20 + 6 + 100)  # the record: header, key, value
+        self.assertGreaterEqual(grew[cell], 5000, grew)
+        self.r.delete(*["m:%04d" % i for i in range(5000)])
+        self.assertLessEqual(classes()[cell]["used"], after[cell]["used"] - 4000)
+
     def test_stats_doctor_purge_help(self):
         r = self.r
         for i in range(1000):
@@ -426,6 +449,47 @@ class LargeValues(unittest.TestCase):
         self.assertLessEqual(objects, live + kills)
 
 
+class MaxValue(unittest.TestCase):
+    """The 512 MB maximum stays (issue 10 part 3): a value of exactly
+    [memory] max_value_mb (512 MiB by default) is stored and read back
+    whole through the RESP door; growing it by one byte is refused with
+    Redis's error and leaves it as it was. Reading it back needs the
+    normal clients' output limit raised above it (the default, 128 MiB,
+    bounds what one client can make a worker hold: docs/daemon.md)."""
+
+    def test_a_512_mib_value_round_trips_and_cannot_grow(self):
+        d = Daemon(workers=1, arena_mb=1280,
+                   overrides=("listen.client_output_buffer_limit=normal 600mb 0 0 pubsub 32mb 8mb 60",))
+        r = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=120)
+        try:
+            big = bytes(range(256)) * (2 << 20)  # 512 MiB, every byte value
+            self.assertEqual(len(big), 512 << 20)
+            self.assertTrue(r.set("big", big))
+            self.assertEqual(r.strlen("big"), 512 << 20)
+            self.assertEqual(r.getrange("big", (512 << 20) - 4, -1), bytes([252, 253, 254, 255]))
+            got = r.get("big")
+            self.assertTrue(got == big, "the 512 MiB value did not read back whole")
+            del got
+            with self.assertRaisesRegex(redis.ResponseError, "string exceeds maximum allowed size"):
+                r.append("big", b"x")
+            with self.assertRaisesRegex(redis.ResponseError, "string exceeds maximum allowed size"):
+                r.setrange("big", 512 << 20, b"x")
+            self.assertEqual(r.strlen("big"), 512 << 20)
+            self.assertEqual(r.delete("big"), 1)
+            self.assertLess(used_memory(r), 64 << 20)  # its groups went back
+            # under the default output limit a reply above 128 MiB resets the
+            # client and is counted; the value stays
+            self.assertTrue(r.config_set("client-output-buffer-limit", "normal 128mb 0 0"))
+            self.assertTrue(r.set("big", big[:200 << 20]))
+            with self.assertRaises(redis.ConnectionError):
+                r.get("big")
+            self.assertEqual(int(r.info("stats")["client_output_buffer_limit_disconnections"]), 1)
+            self.assertEqual(r.strlen("big"), 200 << 20)
+        finally:
+            r.close()
+            self.assertEqual(d.stop(), 0, d.read_log()[-2000:])
+
+
 class Eviction(unittest.TestCase):
     """maxmemory and the eight policies (docs/memory.md): what each evicts
     and what it keeps."""
@@ -533,6 +597,20 @@ class Eviction(unittest.TestCase):
         third = sum(r.exists("v:%d" % i) for i in range(n // 2, 3 * n // 4))
         self.assertGreater(first, third, (first, third))
 
+    def test_volatile_ttl_never_evicts_keys_without_ttl(self):
+        r = self.r
+        self.limit("volatile-ttl")
+        self.assertEqual([e for e in self.write("p:", 2000) if e is not True], [])  # ~2 MB, no TTL
+        replies = self.write("t:", 12000, ex=1000)
+        self.assertEqual([e for e in replies if e is not True], [])
+        self.assertGreater(int(r.info("stats")["evicted_keys"]), 1000)
+        self.assertEqual(self.survivors("p:", 2000), 2000)
+        replies = self.write("q:", 12000)  # no TTL: only keys without one would make room
+        errors = [e for e in replies if e is not True]
+        self.assertTrue(errors)
+        self.assertIn(OOM_MSG, str(errors[0]))
+        self.assertEqual(self.survivors("p:", 2000), 2000)
+
     def test_policy_errors(self):
         r = self.r
         with self.assertRaisesRegex(redis.ResponseError, "must be one of the following"):
@@ -621,6 +699,42 @@ class Eviction(unittest.TestCase):
             self.assertIn(OOM_MSG, str(errors[0]))
             self.assertEqual(self.survivors("p:", 2000), 2000, policy)
             r.config_set("maxmemory", 0)
+
+    def test_volatile_lru_evicts_the_longest_idle_of_the_keys_with_ttl(self):
+        # As allkeys-lru's test, with a TTL on the hot and cold keys and an
+        # older, never-read set without one that must stay whole.
+        r = self.r
+        self.limit("volatile-lru", 10)
+        self.assertEqual([e for e in self.write("p:", 1500) if e is not True], [])
+        self.assertEqual([e for e in self.write("hot:", 1000, ex=100000) if e is not True], [])
+        time.sleep(1.2)
+        self.assertEqual([e for e in self.write("cold:", 6000, ex=100000) if e is not True], [])
+        time.sleep(2.2)
+        self.age("hot:", 1000)
+        self.assertGreaterEqual(r.object("idletime", "p:1"), 3)
+        time.sleep(1.2)
+        self.assertEqual([e for e in self.write("new:", 5000, ex=100000) if e is not True], [])
+        evicted = int(r.info("stats")["evicted_keys"])
+        self.assertGreater(evicted, 2000)
+        hot, cold = self.survivors("hot:", 1000), self.survivors("cold:", 6000)
+        self.assertEqual(self.survivors("p:", 1500), 1500)  # the idlest of all, but without a TTL
+        self.assertGreaterEqual(hot, 970, (hot, cold, evicted))
+        self.assertLessEqual(cold, 6000 - evicted * 0.8, (hot, cold, evicted))
+
+    def test_volatile_lfu_evicts_the_least_used_of_the_keys_with_ttl(self):
+        r = self.r
+        self.limit("volatile-lfu", 10)
+        self.assertEqual([e for e in self.write("p:", 1500) if e is not True], [])  # used least, no TTL
+        self.assertEqual([e for e in self.write("hot:", 1000, ex=100000) if e is not True], [])
+        self.age("hot:", 1000, reads=30)
+        self.assertGreaterEqual(r.object("freq", "hot:1"), 6)
+        self.assertEqual([e for e in self.write("cold:", 6000, ex=100000) if e is not True], [])
+        self.assertEqual([e for e in self.write("new:", 5000, ex=100000) if e is not True], [])
+        evicted = int(r.info("stats")["evicted_keys"])
+        self.assertGreater(evicted, 2000)
+        self.assertEqual(self.survivors("p:", 1500), 1500)
+        hot = self.survivors("hot:", 1000)
+        self.assertGreaterEqual(hot, 980, (hot, evicted))
 
     def test_value_size_shift_under_allkeys_lru(self):
         # issue 10's acceptance: the load's value size moves from 1000 B to
@@ -889,6 +1003,82 @@ class Automove(unittest.TestCase):
         r.close()
 
 
+class EvictionReported(unittest.TestCase):
+    """Evictions are counted per collection (MI get_statistics, /metrics)
+    and raise E_PERF_EVICTED (MI events) and Redis's keyspace and keyevent
+    notifications, each naming the collection or db and the key."""
+
+    def test_counts_and_events_name_the_collection_and_key(self):
+        hp = free_port()
+        d = Daemon(workers=2, arena_mb=ARENA_MB, overrides=("listen.http=127.0.0.1:%d" % hp,),
+                   config="[collection evc]\n[listen]\nresp_collections = 0:evc\n")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        r = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=30)
+        sub = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=10).pubsub()
+        try:
+            mi_path = os.path.join(d.workdir, "mi.sock")
+            wait_for_path(mi_path)
+            ev_path = os.path.join(d.workdir, "events.sock")
+            sock.bind(ev_path)
+            sock.settimeout(10)
+
+            def mi(method, params):
+                req = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+                return json.loads(mi_datagram_raw(mi_path, req, d.workdir))
+
+            self.assertEqual(mi("event_subscribe", ["E_PERF_EVICTED", "unix:" + ev_path, "60"]).get("result"), "OK")
+            sub.psubscribe("__keyspace@0__:e:*")
+            self.assertEqual(sub.get_message(timeout=5)["type"], "psubscribe")
+            time.sleep(0.2)
+            self.assertTrue(r.config_set("maxmemory-policy", "allkeys-random"))
+            self.assertTrue(r.config_set("maxmemory", used_memory(r) + (6 << 20)))
+            for k in range(0, 20000, 500):
+                p = r.pipeline(transaction=False)
+                for i in range(k, k + 500):
+                    p.set("e:%d" % i, value(i, 1000))
+                self.assertEqual([x for x in p.execute(raise_on_error=False) if x is not True], [])
+            evicted = int(r.info("stats")["evicted_keys"])
+            self.assertGreater(evicted, 5000)
+            self.assertEqual(r.dbsize(), 20000 - evicted)
+            # per collection: MI and /metrics say the same number
+            st = mi("get_statistics", {"statistics": ["perfcached_evc:"]})["result"]
+            self.assertEqual(st["perfcached_evc:evicted"], evicted)
+            status, body, _ = http_request(hp, "GET", "/metrics")
+            self.assertEqual(status, 200)
+            line = 'perfcached_evicted_total{collection="evc"} %d' % evicted
+            self.assertIn(line, body.decode().splitlines())
+            # E_PERF_EVICTED: the collection and a key that is gone
+            ev = None
+            deadline = time.time() + 10
+            while time.time() < deadline and ev is None:
+                try:
+                    got = json.loads(sock.recv(65536))
+                except socket.timeout:
+                    break
+                if got.get("method") == "E_PERF_EVICTED":
+                    ev = got
+            self.assertIsNotNone(ev, "no E_PERF_EVICTED event")
+            self.assertEqual(ev["params"]["collection"], "evc")
+            self.assertTrue(ev["params"]["key"].startswith("e:"), ev)
+            self.assertEqual(r.exists(ev["params"]["key"]), 0)
+            # the keyspace channel of an evicted key says "evicted"
+            msg = None
+            deadline = time.time() + 10
+            while time.time() < deadline and (msg is None or msg["type"] != "pmessage"):
+                msg = sub.get_message(timeout=1)
+            self.assertIsNotNone(msg)
+            self.assertEqual(msg["type"], "pmessage")
+            self.assertEqual(msg["data"], b"evicted")
+            key = msg["channel"][len(b"__keyspace@0__:"):]
+            self.assertTrue(key.startswith(b"e:"), msg)
+            self.assertEqual(r.exists(key), 0)
+        finally:
+            sub.close()
+            r.close()
+            sock.close()
+            self.assertEqual(d.stop(), 0, d.read_log()[-2000:])
+
+
 class TableGrowth(unittest.TestCase):
     """Regression (found writing these tests): a pipelined fill outran the
     timer's growth (4096 splits per 100 ms tick), full buckets spilled into
@@ -914,8 +1104,6 @@ class TableGrowth(unittest.TestCase):
             self.assertEqual(d.stop(), 0, d.read_log()[-2000:])
 
 
-if __name__ == "__main__":
-    unittest.main()
 
 
 class BigArena(unittest.TestCase):
@@ -962,3 +1150,7 @@ class BigArena(unittest.TestCase):
                            capture_output=True, text=True, timeout=30)
         self.assertNotEqual(p.returncode, 0, p.stdout)
         self.assertIn("1048576", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -48,6 +48,20 @@ class MiFifo(unittest.TestCase):
         err = self.call("perf_maxmemory", {"maxmemory": "lots"})["error"]
         self.assertIn("Bad maxmemory", err["data"])
         self.assertEqual(self.call("perf_maxmemory", {"maxmemory": "0", "policy": "noeviction"})["result"]["maxmemory"], 0)
+        # samples: set through MI, seen by CONFIG GET on the RESP door (one setting)
+        rep = self.call("perf_maxmemory", {"maxmemory": "64mb", "policy": "allkeys-lru", "samples": 7})["result"]
+        self.assertEqual((rep["maxmemory"], rep["policy"], rep["samples"]), (64 << 20, "allkeys-lru", 7))
+        r = redis.Redis(port=self.d.port, socket_timeout=10)
+        self.assertEqual(r.config_get("maxmemory*"), {"maxmemory": str(64 << 20), "maxmemory-policy": "allkeys-lru",
+                                                      "maxmemory-samples": "7"})
+        self.assertTrue(r.config_set("maxmemory-samples", 3))
+        self.assertEqual(self.call("perf_maxmemory")["result"]["samples"], 3)
+        for bad in (0, -1, "many"):
+            err = self.call("perf_maxmemory", {"samples": bad})["error"]
+            self.assertIn("Bad samples", err["data"])
+        self.assertEqual(self.call("perf_maxmemory", {"samples": 5})["result"]["samples"], 5)
+        r.close()
+        self.call("perf_maxmemory", {"maxmemory": "0", "policy": "noeviction"})
 
     def test_which_lists_bare_and_qualified(self):
         names = self.call("which")["result"]

@@ -61,6 +61,8 @@
 #include <utility>
 #include <vector>
 
+#include "cache/access.h"
+#include "cache/evict.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 
@@ -241,6 +243,12 @@ struct Options {
   std::string suite;
   std::string mix;
   int max_procs = 0;
+  // --policy: the maxmemory policy the tables run under (no maxmemory, so
+  // nothing is evicted; it decides when a read stores its access stamp:
+  // docs/memory.md "The access field"). With it, the access clock moves 2 s
+  // before every timed run, so every key's stamp is old: the worst case of
+  // an LRU policy, where a key's first read in a second stores.
+  std::string policy;
 };
 
 Options opt;
@@ -438,6 +446,14 @@ bool OpenEngine(Engine& e, size_t arena_mb, uint32_t nkeys, size_t vlen, char pr
     *err = "CreateCollection: " + std::string(mem::StatusName(st));
     return false;
   }
+  if (!opt.policy.empty()) {
+    cache::MemoryLimits l = cache::GetMemoryLimits(*e.ctx);
+    if (!cache::ParsePolicy(opt.policy, &l.policy)) {
+      *err = "unknown policy " + opt.policy;
+      return false;
+    }
+    cache::SetMemoryLimits(*e.ctx, l);
+  }
   e.keys = MakeKeys(nkeys, prefix);
   return Preload(e, vlen, err);
 }
@@ -506,6 +522,10 @@ bool RunWorkers(Engine& e, const Mix& mx, int procs, uint64_t ops, uint64_t seed
   shared->go.store(0);
   uint64_t r0 = cache::SumStat(*e.ctx, e.t, cache::kStatSeqRetries);
   uint64_t f0 = cache::SumStat(*e.ctx, e.t, cache::kStatLockFallbacks);
+  if (!opt.policy.empty()) {  // every stamp a second old or more (see Options::policy)
+    e.ctx->clock_skew_ms += 2000;
+    cache::AccessClockTick(*e.ctx);
+  }
   e.ctx->alloc.FlushToGlobal();  // documented: before fork
   std::fflush(stdout);
   std::fflush(stderr);
@@ -757,6 +777,7 @@ void Usage() {
   std::printf(
       "usage: bench/engine [--json] [--quick] [--seconds S] [--reps N] [--no-pin]\n"
       "                    [--suite 50k|1m] [--mix get|mix95|mix50|set] [--procs 1|2]\n"
+      "                    [--policy NAME]\n"
       "  --json      print one JSON object (and nothing else on stdout)\n"
       "  --quick     reduced run for smoke tests: fewer ops, no 1M-key suite\n"
       "  --seconds S target length of each timed run (default 0.6; --quick 0.05)\n"
@@ -764,6 +785,8 @@ void Usage() {
       "  --no-pin    do not pin worker w to CPU w\n"
       "  --suite, --mix, --procs  run one suite / mix / up to N processes only (to profile\n"
       "              one figure; bytes per key and the targets then stay unmeasured)\n"
+      "  --policy    run under this maxmemory policy (nothing evicted) with every access\n"
+      "              stamp a second old before each run: what LRU stamping costs\n"
       "See bench/README.md for what each figure means.\n");
 }
 
@@ -813,6 +836,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "engine_bench: bad --procs\n");
         return 2;
       }
+    } else if (a == "--policy" && i + 1 < argc) {
+      opt.policy = argv[++i];
     } else if (a == "-h" || a == "--help") {
       Usage();
       return 0;

@@ -143,10 +143,13 @@ void CountMoved(mem::Arena& a, Off fresh) {
   uint8_t cls = mem::CellClass(a, fresh);
   if (cls < mem::kNumClasses) mem::PoolAt(a, cls)->moved.fetch_add(1, std::memory_order_relaxed);
 }
-Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+// A copy of cell `cell` (a record or an overflow node) in a new cell of its
+// class outside every marked page; 0 when it is not in a marked page or no
+// cell could be had.
+Off MoveCell(Ctx& c, Off cell, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
   mem::Arena& a = c.arena;
-  uint8_t cls = mem::CellClass(a, rec);
-  if (cls >= mem::kNumClasses || !draining_cls[cls] || !mem::CellDraining(a, rec, cls)) return 0;
+  uint8_t cls = mem::CellClass(a, cell);
+  if (cls >= mem::kNumClasses || !draining_cls[cls] || !mem::CellDraining(a, cell, cls)) return 0;
   Off fresh = 0;
   for (int tries = 0; tries < 4 && fresh == 0; ++tries) {
     Off got;
@@ -158,9 +161,15 @@ Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vec
     }
   }
   if (fresh == 0) return 0;
-  char* dst = a.At(fresh);
-  mem::AtomicCopyIn(dst, a.At(rec), mem::kClassSize[cls]);
-  RecView v{dst};
+  mem::AtomicCopyIn(a.At(fresh), a.At(cell), mem::kClassSize[cls]);
+  return fresh;
+}
+
+// A record's copy (MoveCell) with the next version.
+Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+  Off fresh = MoveCell(c, rec, draining_cls, spare);
+  if (fresh == 0) return 0;
+  RecView v{c.arena.At(fresh)};
   if (!PC_CANARY(11)) v.set_meta(v.expire(), NextVersion(v.version()));
   PC_CRASH_POINT();
   return fresh;
@@ -220,19 +229,26 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     spare.clear();
   }
   if (bucket_ < nb || h.ovf.count.load(std::memory_order_acquire) == 0) return moved;
-  // The overflow table: small, walked whole under its lock.
+  // The overflow table: small, walked whole under its lock. Its records
+  // move as the buckets' do, and so do its nodes (24-byte cells, which
+  // would otherwise keep a page of their class from ever coming free).
   LockOverflow(c, h);
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   std::vector<std::pair<Off, Off>> swaps;  // node, new record
+  std::vector<std::pair<Off, Off>> nodes;  // node, its copy (sorted by node below)
+  std::vector<uint32_t> chains;            // the chains with a node to move
   for (uint32_t i = 0; i < kOvfHeads; ++i) {
     uint32_t guard = 1u << 16;
+    size_t moving = nodes.size();
     for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
          node = mem::LoadOff(a.At(node) + kNodeNext)) {
       Off fresh = MoveCopy(c, mem::LoadOff(a.At(node) + kNodeRec), draining_cls_, &spare);
       if (fresh) swaps.emplace_back(node, fresh);
+      if (Off copy = MoveCell(c, node, draining_cls_, &spare)) nodes.emplace_back(node, copy);
     }
+    if (nodes.size() > moving) chains.push_back(i);
   }
-  if (!swaps.empty()) {
+  if (!swaps.empty() || !nodes.empty()) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
     for (const auto& [node, fresh] : swaps) {
@@ -241,7 +257,38 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
       CountMoved(a, fresh);
       PC_CRASH_POINT();
     }
+    // Relink each chain in order: a moved node's copy takes its record
+    // (after the swaps above) and its next, then the link that pointed at
+    // the node (the head, or the next of the node before it, or of that
+    // node's copy) points at the copy. Every store leaves a whole chain; a
+    // crash leaks at most the node just replaced.
+    std::sort(nodes.begin(), nodes.end());
+    for (uint32_t i : chains) {
+      Off* link = &heads[i];
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadOff(link); node != 0 && guard-- > 0;) {
+        Off next = mem::LoadOff(a.At(node) + kNodeNext);
+        auto it = std::lower_bound(nodes.begin(), nodes.end(), std::make_pair(node, Off{0}));
+        if (it != nodes.end() && it->first == node) {
+          Off copy = it->second;
+          mem::StoreOff(a.At(copy) + kNodeRec, mem::LoadOff(a.At(node) + kNodeRec));
+          mem::StoreOff(a.At(copy) + kNodeNext, next);
+          if (!PC_CANARY(19)) mem::StoreOff(link, copy);
+          CountMoved(a, copy);
+          PC_CRASH_POINT();
+          c.dead.push_back(node);
+          it->second = 0;  // linked
+          link = reinterpret_cast<Off*>(a.At(PC_CANARY(19) ? node : copy) + kNodeNext);
+        } else {
+          link = reinterpret_cast<Off*>(a.At(node) + kNodeNext);
+        }
+        node = next;
+      }
+    }
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
+    for (const auto& [node, copy] : nodes) {
+      if (copy != 0) spare.push_back(copy);  // not found in its chain again (cannot happen: lock held)
+    }
   }
   mem::Unlock(h.ovf.lock);
   for (Off old : c.dead) mem::FreeGlobal(a, old);

@@ -29,6 +29,8 @@
 //  17  a large free gives back a group other objects still use (large.cc)
 //  18  the repair ignores a slot copy left in flight (cache/bucket.h
 //      FinishJournal): a position keeps a torn 40-bit Off
+//  19  automove frees an overflow node it did not unlink (automove.cc
+//      WalkTable: the chain keeps pointing at the freed cell)
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -679,21 +679,24 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
       cache::AccessClockTick(c);
       cache::SetMemoryLimits(c, cache::MemoryLimits{});
     }
-    // automove: 600 values of one size (16 buckets that never grow: most
-    // land in the overflow table), three in four deleted, then a pass
-    // moves the rest out of the sparse pages (marks, copies, swaps in
-    // buckets and overflow nodes, frees, pages given back, marks cleared)
-    {
-      for (int i = 0; i < 600; ++i) (void)cache::Set(c, tt, "am:" + std::to_string(i), val(i, 500));
-      for (int i = 0; i < 600; ++i) {
-        if (i % 4 != 0) (void)cache::Del(c, tt, "am:" + std::to_string(i));
+    // automove: n keys into the table that never grows (most land in the
+    // overflow table), three in four deleted, then a pass moves the rest
+    // out of the sparse pages (marks, copies, swaps in buckets and
+    // overflow nodes, chains relinked through copies of their nodes,
+    // frees, pages given back, marks cleared)
+    auto thin_and_move = [&](const std::string& prefix, int n, int vlen) {
+      for (int i = 0; i < n; ++i) (void)cache::Set(c, tt, prefix + std::to_string(i), val(i, vlen));
+      for (int i = 0; i < n; ++i) {
+        if (i % 4 != 0) (void)cache::Del(c, tt, prefix + std::to_string(i));
       }
       c.alloc.FlushToGlobal();
       cache::Automover mover;
       if (mover.Start(c, /*force=*/true)) {
         for (int i = 0; i < 100 && mover.active(); ++i) (void)mover.Step(c, 1u << 20);
       }
-    }
+    };
+    thin_and_move("am:", 600, 500);  // records of one size
+    thin_and_move("an:", 9000, 1);   // enough nodes that their class has several pages
     // FLUSHDB and the drop free tries too: a trie hash and a trie set here
     auto tries = [&] {
       std::vector<std::string> st;

@@ -1097,7 +1097,10 @@ class TableGrowth(unittest.TestCase):
             st = {st[i].decode(): st[i + 1] for i in range(0, len(st), 2)}
             r.close()
             self.assertEqual(st["keys.count"], 300000)
-            self.assertLess(st["keys.overflow"], 300000 // 50,
+            # The regression left 12% in overflow; an idle machine leaves
+            # under 1%, and one busy with a parallel make check 2.8%
+            # (session 18): the bound is 5%.
+            self.assertLess(st["keys.overflow"], 300000 // 20,
                             "%d of 300000 keys in the overflow table right after the fill"
                             % st["keys.overflow"])
         finally:

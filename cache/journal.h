@@ -29,6 +29,10 @@ struct DictChange {
   // entry went): its whole state must be logged, not `fields`.
   bool whole = false;
   bool tree = false;        // tree-encoded after the write (a large aggregate)
+  // Only the expiry changed (EXPIRE, PERSIST, ... on a tree-encoded hash or
+  // set: cache::SetExpire): `expire_ms` at `version`, no fields. The WAL
+  // logs it as an expire record (db/wal.h kind 6).
+  bool expire_only = false;
   uint64_t version = 0;     // the version published (0: nothing changed)
   int64_t expire_ms = 0;    // the key's expiry at that version
   // Each entry written, in first-write order, its last value; nullopt =

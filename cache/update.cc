@@ -4,6 +4,7 @@
 
 #include "cache/dict.h"
 #include "cache/internal.h"
+#include "cache/journal.h"
 #include "cache/number.h"
 #include "cache/table.h"
 
@@ -94,12 +95,18 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
   RecView v{k.rec ? a.At(k.rec) : nullptr};
   Status st = Status::kOk;
   bool removed = false;
+  uint8_t type = 0;
+  bool tree = false;
+  uint64_t published = 0;
   if (!Live(h, t)) {
     st = Status::kStale;
   } else if (k.rec == 0 || Expired(v.expire(), now)) {
     st = Status::kNotFound;
   } else {
     int64_t cur = v.expire();
+    type = v.type();
+    // (IsTreeValue reads the value only when its length is a tree's.)
+    tree = IsTreeValue(type, std::string_view(v.value(type, v.klen()), v.vlen()));
     bool ok = true;
     switch (cond) {
       case ExpireCond::kAlways: ok = !(expire_ms == 0 && cur == 0); break;
@@ -117,7 +124,8 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
       std::atomic<uint32_t>& seq = KeySeq(h, k);
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
-      v.set_meta(expire_ms, NextVersion(v.version()));
+      published = NextVersion(v.version());
+      v.set_meta(expire_ms, published);
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       LowerHint(a, h, k.idx, expire_ms);
@@ -134,6 +142,23 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
     // A new version of the record, as an INCR in place is: a store (the
     // save rules count it, as Redis counts EXPIRE in its dirty count).
     Count(c, h, kStatStores);
+  }
+  if (c.dict_journal && st == Status::kOk && !removed) {
+    // For the WAL (cache/journal.h): nothing changed (EXPIRE NX on a key
+    // with a TTL) logs nothing; a large hash or set logs its new expiry
+    // alone, not its entries. Anything else is read back whole (no entry).
+    if (!*changed || tree) {
+      DictChange ch;
+      ch.table_index = t.index;
+      ch.table_gen = t.gen;
+      ch.key = key;
+      ch.type = type;
+      ch.tree = tree;
+      ch.expire_only = *changed;
+      ch.version = *changed ? published : 0;
+      ch.expire_ms = expire_ms;
+      c.dict_journal->push_back(std::move(ch));
+    }
   }
   return st;
 }

@@ -127,7 +127,7 @@ WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, 
     *err = "record fields do not add up to its length";
     return WalDecode::kBad;
   }
-  if (kind < kWalPut || kind > kWalFields) {
+  if (kind < kWalPut || kind > kWalExpire) {
     *err = "unknown record kind " + std::to_string(kind);
     return WalDecode::kBad;
   }
@@ -137,6 +137,11 @@ WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, 
       *err = "a fields record whose type or changes do not parse";
       return WalDecode::kBad;
     }
+  }
+  if (kind == kWalExpire && ((type != cache::kTypeHash && type != cache::kTypeSet) || !value.empty() ||
+                              key.empty() || static_cast<int64_t>(exp) < 0)) {
+    *err = "an expire record that is not a hash's or a set's, or carries a value";
+    return WalDecode::kBad;
   }
   if (kind == kWalPut && !cache::ExportTypeName(type)) {
     *err = "unknown value type " + std::to_string(type);

@@ -37,6 +37,15 @@
 //                     Replay merges them newest-wins per entry
 //                     (db/wal_apply.h). A reader older than this kind
 //                     refuses such a record as damage.
+//   kind 6 expire     the expiry of a large hash or set at `version`
+//                     (EXPIRE, PERSIST and their kin on a tree-encoded
+//                     aggregate: cache/journal.h DictChange::expire_only);
+//                     type hash or set, expire_ms the new expiry (0 =
+//                     never), value empty. Its entries are unchanged.
+//                     Replay sets the expiry where the record is the
+//                     newest statement of it (db/wal_apply.h). A reader
+//                     older than this kind skips it as one damaged record
+//                     (the key comes back with its older TTL).
 //
 // A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
 // 32-byte header, then records. Positions count record bytes across
@@ -59,7 +68,8 @@
 
 namespace db {
 
-enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop = 4, kWalFields = 5 };
+enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop = 4, kWalFields = 5,
+                      kWalExpire = 6 };
 
 inline constexpr size_t kWalRecordHead = 8;
 inline constexpr size_t kWalSegmentHeader = 32;

@@ -68,23 +68,69 @@ void WalApplier::RemoveIfNotAbove(const cache::TableRef& t, std::string_view key
   }
 }
 
+// ---- the held clock ------------------------------------------------------------
+
+namespace {
+// Far enough back that no expiry a client can set has passed (the engine
+// clamps expiries to positive unix ms).
+constexpr int64_t kHeldBackMs = int64_t{60} * 365 * 86400 * 1000;
+}  // namespace
+
+RecoveryClock::RecoveryClock(cache::Ctx& c) : c_(c), saved_(c.clock_skew_ms) {
+  c_.clock_skew_ms = saved_ - kHeldBackMs;
+}
+
+RecoveryClock::~RecoveryClock() {
+  if (held_) c_.clock_skew_ms = saved_;
+}
+
+int64_t RecoveryClock::RealNowMs() const { return cache::NowMs(c_) + (held_ ? kHeldBackMs : 0); }
+
+bool RecoveryClock::Gone(const cache::Entry& e) const {
+  return e.type != cache::kTypeHash && e.type != cache::kTypeSet && e.expire_ms != 0 && e.expire_ms <= RealNowMs();
+}
+
+uint64_t RecoveryClock::Release() {
+  if (held_) c_.clock_skew_ms = saved_;
+  held_ = false;
+  uint64_t removed = 0;
+  for (const cache::CollectionInfo& ci : cache::ListCollections(c_)) {
+    cache::TableRef t;
+    if (cache::OpenCollection(c_, ci.name, &t) != Status::kOk) continue;
+    for (int round = 0; round < 64; ++round) {
+      uint32_t n = cache::SweepExpired(c_, t, 1u << 20, {});
+      removed += n;
+      if (n == 0) break;
+    }
+  }
+  return removed;
+}
+
+// ---- records ---------------------------------------------------------------------
+
+bool WalApplier::Gone(const cache::Entry& e) const {
+  if (k_.clock) return k_.clock->Gone(e);
+  return e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_);
+}
+
 bool WalApplier::Apply(const WalRecord& r, std::string* err) {
   coll_ = r.collection;
   cur_ = nullptr;
   Raise(r.collection, r.entry.version);
-  bool makes = r.kind == kWalPut || r.kind == kWalFields;
+  tk_.assign(r.collection);
+  tk_.push_back('\0');
+  tk_.append(r.entry.key);
+  bool makes = r.kind == kWalPut || r.kind == kWalFields || r.kind == kWalExpire;
   cache::TableRef t;
   if (!Table(r.collection, makes, &t)) {
     if (makes) ++unknown;
     return true;  // a tombstone for a collection that is gone: nothing to remove
   }
   cur_ = &t;
-  tk_.assign(r.collection);
-  tk_.push_back('\0');
-  tk_.append(r.entry.key);
   switch (r.kind) {
     case kWalPut: return Put(t, tk_, r, err);
     case kWalFields: return Fields(t, tk_, r, err);
+    case kWalExpire: return Expiry(t, tk_, r, err);
     case kWalTombstone: {
       uint64_t& tv = (*k_.tomb)[tk_];
       if (r.entry.version > tv) tv = r.entry.version;
@@ -144,7 +190,7 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
     return true;
   }
   if (auto it = side_.find(tk); it != side_.end()) {
-    bool expired = e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_);
+    bool expired = Gone(e);
     if (expired) {
       uint64_t& tv = (*k_.tomb)[tk];
       if (e.version > tv) tv = e.version;
@@ -152,7 +198,9 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
     return Whole(t, e.key, &it->second, expired ? nullptr : &e, e.version, err);
   }
   std::string why;
-  Status s = cache::ImportEntry(c_, t, e, &why);
+  // Under the held clock ImportEntry takes nothing as expired: a string or
+  // counter is judged here against the real one.
+  Status s = Gone(e) ? Status::kNotFound : cache::ImportEntry(c_, t, e, &why);
   if (s == Status::kOk) {
     ++applied;
     Stored(t);
@@ -184,36 +232,17 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
     ++skipped;
     return true;
   }
-  auto it = side_.find(tk);
-  if (it == side_.end()) {
-    // First fields record of this key: what the table holds is the newest
-    // whole state seen (the snapshot's, or a put applied before).
-    cache::ReadInfo ri;
-    Status s = cache::Probe(c_, t, e.key, &ri);
-    Side sd;
-    if (s == Status::kOk) {
-      sd.whole = ri.version;
-      sd.type = ri.type;
-      sd.exp = ri.expire_ms;
-    } else {
-      if (SnapshotDropped(r.collection, tk, e.key, v)) {
-        ++skipped;
-        return true;
-      }
-      if (ti != k_.tomb->end()) sd.whole = ti->second;
-      if (fi != flushed_.end()) sd.whole = std::max(sd.whole, fi->second);
-    }
-    sd.exp_ver = sd.type_ver = sd.whole;
-    it = side_.emplace(tk, std::move(sd)).first;
-  }
-  Side& sd = it->second;
-  if (v <= sd.whole) {
+  Side* track = Track(t, tk, r);
+  if (!track || v <= track->whole) {
     ++skipped;
     return true;
   }
-  if (e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_)) {
-    // The key's life this record belongs to has ended by now: as an
-    // expired put, a tombstone at v (a newer life logs its own state).
+  Side& sd = *track;
+  if (!k_.clock && e.expire_ms != 0 && e.expire_ms <= cache::NowMs(c_)) {
+    // No held clock: the key's life this record belongs to has ended by
+    // now, as an expired put, a tombstone at v (a newer life logs its own
+    // state). Under the held clock the sweep after the tail decides, with
+    // the newest expiry any record states.
     uint64_t& tv = (*k_.tomb)[tk];
     if (v > tv) tv = v;
     return Whole(t, e.key, &sd, nullptr, v, err);
@@ -261,6 +290,82 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
   }
   Raise(r.collection, published);
   Stored(t);
+  ++applied;
+  return true;
+}
+
+WalApplier::Side* WalApplier::Track(const cache::TableRef& t, const std::string& tk, const WalRecord& r) {
+  auto it = side_.find(tk);
+  if (it != side_.end()) return &it->second;
+  // The first fields or expire record of this key: what the table holds is
+  // the newest whole state seen (the snapshot's, or a put applied before).
+  const cache::Entry& e = r.entry;
+  cache::ReadInfo ri;
+  Side sd;
+  if (cache::Probe(c_, t, e.key, &ri) == Status::kOk) {
+    sd.whole = ri.version;
+    sd.type = ri.type;
+    sd.exp = ri.expire_ms;
+  } else {
+    if (SnapshotDropped(r.collection, tk, e.key, e.version)) return nullptr;
+    if (auto ti = k_.tomb->find(tk); ti != k_.tomb->end()) sd.whole = ti->second;
+    if (auto fi = flushed_.find(r.collection); fi != flushed_.end()) sd.whole = std::max(sd.whole, fi->second);
+  }
+  sd.exp_ver = sd.type_ver = sd.whole;
+  return &side_.emplace(tk, std::move(sd)).first->second;
+}
+
+// An expire record: the key's expiry at v, its entries untouched. It is
+// the newest statement of the expiry when v is above every record that
+// stated one (a whole, fields or expire record); the entries stay as the
+// other records make them. A key absent now gets it when its life's whole
+// record comes (Whole's newer-expiry overlay).
+bool WalApplier::Expiry(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err) {
+  const cache::Entry& e = r.entry;
+  const uint64_t v = e.version;
+  auto ti = k_.tomb->find(tk);
+  auto fi = flushed_.find(r.collection);
+  if ((ti != k_.tomb->end() && ti->second >= v) || (fi != flushed_.end() && fi->second >= v)) {
+    ++skipped;
+    return true;
+  }
+  Side* track = Track(t, tk, r);
+  if (!track || v <= track->whole || v <= track->exp_ver) {
+    ++skipped;
+    return true;
+  }
+  Side& sd = *track;
+  bool other_type = sd.type != 0 && sd.type != e.type;
+  if (other_type && v < sd.type_ver) {
+    ++skipped;  // of an older life than the type the table holds
+    return true;
+  }
+  sd.exp_ver = v;
+  sd.exp = e.expire_ms;
+  if (v > sd.type_ver) {
+    sd.type_ver = v;
+    sd.type = e.type;
+  }
+  cache::ReadInfo ri;
+  Status s = cache::Probe(c_, t, e.key, &ri);
+  if (s == Status::kOk && ri.type != e.type) {
+    // The table holds an older life of another type: none of its entries
+    // are this life's (its whole record brings them, with this expiry).
+    (void)cache::Del(c_, t, e.key);
+  } else if (s == Status::kOk) {
+    uint64_t published = 0;
+    s = cache::MergeFields(c_, t, e.key, e.type, {}, false, sd.exp, v, &published);
+    if (s == Status::kNoMem) {
+      *err = "the arena is full";
+      return false;
+    }
+    if (s != Status::kOk) {
+      ++skipped;
+      Error(e.key, std::string(mem::StatusName(s)));
+      return true;
+    }
+    Raise(r.collection, published);
+  }
   ++applied;
   return true;
 }

@@ -11,8 +11,9 @@
 // state at a version: the newest version wins, as ImportEntry does.
 //
 // Fields records (kind 5) carry some entries of a large hash or set at a
-// version, each a true statement about the key at that version. A key
-// that has had one is "tracked" until the end of the replay:
+// version, each a true statement about the key at that version; expire
+// records (kind 6) carry its expiry alone. A key that has had either is
+// "tracked" until the end of the replay:
 //
 //   whole     the newest whole-record version applied (or the table's
 //             version at the first fields record: the snapshot's state)
@@ -28,11 +29,16 @@
 // the entry's version; a whole record at V newer than `whole` replaces
 // the key but keeps the entries a fields record newer than V wrote. This
 // needs no order: it computes the same maximum whatever order the records
-// come in. It is right because every write that makes, replaces or
-// removes a key, or changes its expiry, logs a whole record (a fields
-// record is only taken from a Dict write to a live key: cache/journal.h
-// DictChange), so the newest whole record starts the key's newest life,
-// and a fields record's expiry is that life's.
+// come in. An expire record at v sets the expiry where v is above every
+// record that stated one, and touches no entry. It is right because every
+// write that makes, replaces or removes a key logs a whole record (fields
+// and expire records are only taken from writes to a live key:
+// cache/journal.h DictChange), so the newest whole record starts the
+// key's newest life, and a fields or expire record's expiry is that
+// life's at its version. No record is taken as the end of a hash's or
+// set's life because the expiry it states has passed: a later expire
+// record may have moved it on. The replay runs under RecoveryClock, and
+// the sweep after it removes what the newest expiry says is over.
 //
 // The table's version of a tracked key is an upper bound only (a merge
 // publishes at max(v, current + 1) so versions never repeat); decisions
@@ -53,6 +59,38 @@
 
 namespace db {
 
+// Recovery (the snapshot's load and the replay of the tail) runs with the
+// engine's clock held far in the past, so that a hash or set whose expiry
+// passed while the daemon was down stays until the whole log is read: an
+// expire record (kind 6) later in the tail may have moved that expiry on,
+// and the entries of its life are then still the key's. Strings and
+// counters are judged against the real clock as they come (Gone): their
+// expiry never changes without a whole record. Release gives the clock
+// back and sweeps every collection of what has expired by then, before
+// the floors are raised and before any worker forks. Holding it costs
+// memory only: the hashes and sets that expired in the downtime stay in
+// the arena until that sweep.
+class RecoveryClock {
+ public:
+  explicit RecoveryClock(cache::Ctx& c);
+  ~RecoveryClock();  // gives the clock back (no sweep) if Release did not
+  RecoveryClock(const RecoveryClock&) = delete;
+  RecoveryClock& operator=(const RecoveryClock&) = delete;
+  // The real time (the engine's, with any configured skew).
+  int64_t RealNowMs() const;
+  // A string or counter whose expiry has passed by the real clock: a load
+  // or a replay takes it as gone at its version. Never a hash or a set.
+  bool Gone(const cache::Entry& e) const;
+  // The clock back; sweep every collection until nothing more expires.
+  // Returns the keys removed.
+  uint64_t Release();
+
+ private:
+  cache::Ctx& c_;
+  int64_t saved_;
+  bool held_ = true;
+};
+
 class WalApplier {
  public:
   // What recovery knows besides the table (modules/db Recovered).
@@ -63,6 +101,10 @@ class WalApplier {
     // collection \0 key: keys the snapshot held that had expired by the
     // load (their tombstones are in `tomb`); may be null.
     const std::unordered_set<std::string>* snap_expired = nullptr;
+    // Held for the replay (see RecoveryClock); null: the engine's clock is
+    // the real one, and a hash or set whose expiry passed is gone (expire
+    // records then cannot move an expiry that passed back on).
+    const RecoveryClock* clock = nullptr;
   };
   // configured(name): a collection the configuration makes at every start
   // (a drop record empties it rather than removing it). log_error: one
@@ -89,6 +131,11 @@ class WalApplier {
   bool Table(const std::string& name, bool make, cache::TableRef* t);
   bool Put(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
   bool Fields(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
+  bool Expiry(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
+  // The bookkeeping of a key a fields or expire record at v names; starts
+  // it from what the table holds. Null: the record is to be skipped.
+  Side* Track(const cache::TableRef& t, const std::string& tk, const WalRecord& r);
+  bool Gone(const cache::Entry& e) const;
   // A tracked key's whole state at version v (put == nullptr: absent).
   bool Whole(const cache::TableRef& t, std::string_view key, Side* sd, const cache::Entry* put, uint64_t v,
              std::string* err);

@@ -292,7 +292,8 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
     // start with a whole record: db/wal_apply.h), when it is small
     // (listpack, intset: one short record, and replay keeps no per-field
     // bookkeeping for it), or when something other than a Dict wrote it
-    // (no journal entry). A Dict write that changed nothing logs nothing.
+    // (no journal entry). A new expiry of a large one is an expire record
+    // (kind 6). A write that changed nothing logs nothing.
     bool any = false, by_field = true;
     for (const cache::DictChange& ch : *journal) {
       if (ch.key != key || ch.table_index != t.index || ch.table_gen != t.gen) continue;
@@ -360,7 +361,11 @@ bool WalLogger::LogFields(std::string_view collection, const cache::DictChange& 
   if (!ring_) return !broken_;
   buf_.clear();
   pending_version_ = ch.version;
-  EncodeWalFields(collection, ch.key, ch.type, ch.expire_ms, ch.version, ch.fields, &buf_);
+  if (ch.expire_only) {
+    EncodeWalRecord(kWalExpire, collection, ch.key, ch.type, {}, ch.expire_ms, ch.version, &buf_);
+  } else {
+    EncodeWalFields(collection, ch.key, ch.type, ch.expire_ms, ch.version, ch.fields, &buf_);
+  }
   return Push(buf_, err);
 }
 

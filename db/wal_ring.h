@@ -149,13 +149,15 @@ class WalLogger {
   // After a write: log each changed key's state. False: the record could
   // not go into the ring (*err says why) — the caller must not acknowledge.
   // With the write's aggregate changes (cache::Ctx::dict_journal), a large
-  // hash or set written by field logs the fields it changed (kind 5)
-  // instead of its whole state; see the rule in wal_ring.cc.
+  // hash or set written by field logs the fields it changed (kind 5), and
+  // one whose expiry alone changed logs that (kind 6), instead of its
+  // whole state; see the rule in wal_ring.cc.
   bool LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view collection, std::string_view key,
               std::string* err, const std::vector<cache::DictChange>* journal = nullptr);
   // After a write to a large hash or set that neither made nor removed the
   // key (cache/journal.h DictChange): log only the entries it changed, at
-  // the version it published (kind 5). See WalLogWrite for the choice.
+  // the version it published (kind 5), or its new expiry when that alone
+  // changed (DictChange::expire_only: kind 6). See WalLogWrite for the choice.
   bool LogFields(std::string_view collection, const cache::DictChange& ch, std::string* err);
   // A key removed at a known version: an eviction, a FLUSHDB / FLUSHALL
   // (cache::Ctx::on_evict, on_cleared).

@@ -18,6 +18,7 @@
 #include "cache/maint.h"
 #include "cache/table.h"
 #include "db/snapshot.h"
+#include "db/wal_apply.h"
 #include "modules/exports.h"
 #include "proc/proctable.h"
 
@@ -103,6 +104,9 @@ struct Recovered {
   std::unordered_set<std::string> snap_expired;    // collection \0 key: held by the snapshot, expired by the load
   uint64_t wal_from = 0;                           // replay from this WAL position
   bool have_snapshot = false;
+  // Held while recovery runs (db/wal_apply.h RecoveryClock): hashes and
+  // sets that expired in the downtime are loaded, strings are not.
+  const db::RecoveryClock* clock = nullptr;
 };
 inline std::string TombKey(std::string_view coll, std::string_view key) {
   std::string k(coll);

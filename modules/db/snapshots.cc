@@ -167,11 +167,20 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
   if (cfg.wal_dir.empty()) return true;
   if (!MakeDirs(cfg.wal_dir, err)) return false;
   Recovered rec;
+  db::RecoveryClock clock(c);
+  rec.clock = &clock;
   if (!LoadNewestSnapshot(c, pt, cfg, &rec, err)) return false;
   // Replayed also with fsync = off: segments a run with the WAL left hold
   // acknowledged writes the snapshot may not (turning the WAL off must not
   // drop them).
   bool ok = db::ListWalSegments(cfg.wal_dir).empty() || ReplayWal(c, cfg, &rec, err);
+  // What expired in the downtime goes now, with every expiry the log states
+  // known, and before the floors rise (a sweep's removal raises a floor to
+  // the removed version, which the log's versions already bound).
+  if (uint64_t gone = clock.Release()) {
+    LOG_NOTICE("recovery: %llu key(s) whose expiry passed while the daemon was down removed",
+               static_cast<unsigned long long>(gone));
+  }
   RaiseFloors(c, rec.top);
   if (db::WalShared* w = db::Wal()) {
     uint64_t mx = 0;
@@ -213,7 +222,9 @@ bool LoadNewestSnapshot(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& 
         }
       }
       std::string ierr;
-      mem::Status s = have ? cache::ImportEntry(c, t, e, &ierr) : mem::Status::kStale;
+      mem::Status s = !have                                ? mem::Status::kStale
+                      : rec->clock && rec->clock->Gone(e) ? mem::Status::kNotFound
+                                                          : cache::ImportEntry(c, t, e, &ierr);
       uint64_t& mx = (*top)[cur];
       if (e.version > mx) mx = e.version;
       if (s == mem::Status::kOk) {

@@ -424,7 +424,7 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
   uint64_t from = rec->wal_from;
   // What each record does: db/wal_apply.h.
   db::WalApplier apply(
-      c, db::WalApplier::Known{&rec->top, &rec->tomb, &rec->snap_floor, &rec->snap_expired},
+      c, db::WalApplier::Known{&rec->top, &rec->tomb, &rec->snap_floor, &rec->snap_expired, rec->clock},
       [&cfg](std::string_view name) {
         for (const auto& cc : cfg.collections) {
           if (cc.name == name) return true;

@@ -11,6 +11,8 @@
 #include "db/wal_ring.h"
 #include "cache/automove.h"
 #include "cache/glob.h"
+#include "cache/journal.h"
+#include "cache/key_ops.h"
 #include "cache/audit.h"
 #include "cache/evict.h"
 #include "cache/table.h"
@@ -74,8 +76,10 @@ bool Admit(Env& e, Response* err) {
   }
   return true;
 }
+// journals (may be null): per key, what its write changed (cache/journal.h),
+// so that a large hash or set whose expiry alone changed logs that alone.
 bool Logged(Env& e, const cache::TableRef& t, const std::string& coll, const std::vector<std::string>& keys,
-            Response* err) {
+            Response* err, const std::vector<std::vector<cache::DictChange>>* journals = nullptr) {
   if (!e.wal.active()) return true;
   std::string why = std::move(e.wal_error);
   e.wal_error.clear();
@@ -83,8 +87,8 @@ bool Logged(Env& e, const cache::TableRef& t, const std::string& coll, const std
     *err = mi::MiError(500, "applied but not logged, so not acknowledged: " + why);
     return false;
   }
-  for (const std::string& k : keys) {
-    if (!e.wal.LogKey(*e.pc.ctx, t, coll, k, &why)) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!e.wal.LogKey(*e.pc.ctx, t, coll, keys[i], &why, journals ? &(*journals)[i] : nullptr)) {
       *err = mi::MiError(500, "applied but not logged, so not acknowledged: " + why);
       return false;
     }
@@ -867,15 +871,21 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (ttl > 0 && !Deadline(ttl, cache::NowMs(*e->pc.ctx), &at)) {
           return mi::MiParamError("invalid expire time: too large");
         }
-        for (const auto& k : keys) {
-          // The PERSIST and EXPIREAT Ops.
+        std::vector<std::vector<cache::DictChange>> journals(keys.size());
+        cache::Ctx& c = *e->pc.ctx;
+        for (size_t i = 0; i < keys.size(); ++i) {
+          // The PERSIST and EXPIREAT Ops, with the journal the WAL logs from.
           bool changed = false;
-          mem::Status s = at == 0 ? cache::Persist(*e->pc.ctx, t, k, &changed)
-                                  : cache::Expire(*e->pc.ctx, t, k, at, cache::ExpireCond::kAlways,
-                                                  &changed);
+          struct Journal {  // unset even when the journal's push throws
+            cache::Ctx& c;
+            Journal(cache::Ctx& x, std::vector<cache::DictChange>* j) : c(x) { c.dict_journal = j; }
+            ~Journal() { c.dict_journal = nullptr; }
+          } journal(c, &journals[i]);
+          mem::Status s = at == 0 ? cache::Persist(c, t, keys[i], &changed)
+                                  : cache::Expire(c, t, keys[i], at, cache::ExpireCond::kAlways, &changed);
           n += s == mem::Status::kOk && changed;
         }
-        if (n > 0 && !Logged(*e, t, coll, keys, &err)) return err;
+        if (n > 0 && !Logged(*e, t, coll, keys, &err, &journals)) return err;
         return mi::MiResult(Json{{"updated", n}});
       });
 }

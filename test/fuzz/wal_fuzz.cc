@@ -38,9 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t seen = 0;
   bool ok = db::ReadWal(dir, 0, false, [&](uint64_t pos, const db::WalRecord& r) {
     if (pos + db::kWalSegmentHeader >= file.size()) abort();  // a record from outside the file
-    if (r.kind < db::kWalPut || r.kind > db::kWalFields) abort();
+    if (r.kind < db::kWalPut || r.kind > db::kWalExpire) abort();
     db::WalFieldChanges ch;  // the reader checked a fields record's changes
     if (r.kind == db::kWalFields && !db::DecodeWalFields(r.entry.value, r.entry.type, &ch)) abort();
+    // ... and that an expire record is a hash's or a set's, with no value
+    if (r.kind == db::kWalExpire && (!r.entry.value.empty() || r.entry.expire_ms < 0)) abort();
     ++seen;
     return true;
   }, &rep, &err);

@@ -431,6 +431,15 @@ def wal_fields_records(data):
     by `perfcached -W`."""
     import re
     p = subprocess.run([BIN, "-W", data], capture_output=True, text=True, timeout=60)
-    m = re.search(r"(\d+) fields\)", p.stdout)
+    m = re.search(r"(\d+) fields, \d+ expire\)", p.stdout)
+    assert m, p.stdout + p.stderr
+    return int(m.group(1))
+
+
+def wal_expire_records(data):
+    """How many expire records (kind 6) the WAL segments in `data` hold."""
+    import re
+    p = subprocess.run([BIN, "-W", data], capture_output=True, text=True, timeout=60)
+    m = re.search(r"(\d+) expire\)", p.stdout)
     assert m, p.stdout + p.stderr
     return int(m.group(1))

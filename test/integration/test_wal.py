@@ -343,7 +343,7 @@ class Wal(unittest.TestCase):
         self.assertEqual(mi(d, "perf_drop", ["3"]).get("result"), "OK")
         kill9_all(d)
         p = subprocess.run([BIN, "-W", self.dir + "/data"], capture_output=True, text=True, timeout=60)
-        self.assertIn(", 3 drop, 0 fields)", p.stdout)
+        self.assertIn(", 3 drop, 0 fields, 0 expire)", p.stdout)
         d2 = self.daemon(extra=extra)
         names = mi(d2, "perf_collections")["result"]
         listed = {c["name"] for c in (names if isinstance(names, list) else names.get("collections", []))}

@@ -4,6 +4,7 @@ the fields it changed, not the whole aggregate, so an aggregate larger than
 what memory held while writers on every worker raced on the same keys (the
 rings are merged in any order: db/wal_apply.h). Real daemon, real files,
 redis-py, kill -9."""
+import json
 import os
 import random
 import re
@@ -15,7 +16,7 @@ import unittest
 
 import redis
 
-from harness import Daemon, key_state, wal_fields_records
+from harness import Daemon, key_state, mi_fifo_raw, wait_for_path, wal_expire_records, wal_fields_records
 from test_snapshot import kill9_all
 
 
@@ -69,6 +70,40 @@ class WalFields(unittest.TestCase):
         d2 = self.daemon()
         self.assertEqual(state(d2.port), before)
         self.assertEqual(merged_keys(d2.read_log()), 2)
+
+    def test_an_expiry_of_an_aggregate_larger_than_the_ring_is_logged_alone(self):
+        d = self.daemon()
+        r = redis.Redis(port=d.port)
+        self.fill(r, "big", 30000)
+        self.fill(r, "bigset", 30000, hash_=False)
+        w0 = r.info("persistence")["wal_bytes_written"]
+        # Before expire records each of these logged the 3.3 MB aggregate
+        # whole, and a 1 MiB ring refused them.
+        self.assertTrue(r.pexpire("big", 3000))             # T1: passes before the restart
+        self.assertFalse(r.expire("big", 1000, nx=True))    # has one: nothing changes, nothing logged
+        self.assertTrue(r.expire("bigset", 100000))
+        self.assertTrue(r.persist("bigset"))
+        self.assertFalse(r.persist("bigset"))
+        self.assertTrue(r.expire("big", 100000, gt=True))   # T2: moved on
+        grew = r.info("persistence")["wal_bytes_written"] - w0
+        self.assertLess(grew, 1024, "four expiry changes logged %d bytes" % grew)
+        before = state(d.port)
+        self.assertGreater(before[b"big"][2], 0)
+        kill9_all(d)
+        self.assertEqual(wal_expire_records(self.dir + "/data"), 4)
+        time.sleep(3.2)  # T1 has passed: replay must not end the hash's life there
+        d2 = self.daemon()
+        r2 = redis.Redis(port=d2.port)
+        self.assertEqual(state(d2.port), before)
+        self.assertEqual(r2.hlen("big"), 30000)
+        self.assertEqual(r2.ttl("bigset"), -1)
+        # MI perf_ttl takes the same road: one expire record per key.
+        w1 = r2.info("persistence")["wal_bytes_written"]
+        wait_for_path(d2.fifo)
+        req = {"jsonrpc": "2.0", "id": 1, "method": "perf_ttl", "params": {"glob": "big*", "ttl": 5000}}
+        out = json.loads(mi_fifo_raw(d2.fifo, d2.workdir, json.dumps(req).encode()))
+        self.assertEqual(out["result"]["updated"], 2, out)
+        self.assertLess(r2.info("persistence")["wal_bytes_written"] - w1, 1024)
 
     def drained(self, r):
         """Wait until every ring is written into a segment (a kill -9 of the

@@ -98,6 +98,42 @@ TEST(WalRecord, FieldsRecordsRoundTripAndBadChangesAreDamage) {
   CHECK(db::DecodeWalRecord(str, &r, &used, &err) == db::WalDecode::kBad);
 }
 
+TEST(WalRecord, ExpireRecordsRoundTripAndAnyOtherShapeIsDamage) {
+  std::string buf;
+  db::EncodeWalRecord(db::kWalExpire, "c", "h", cache::kTypeHash, {}, 1234567, 42, &buf);
+  db::EncodeWalRecord(db::kWalExpire, "c", "s", cache::kTypeSet, {}, 0, 43, &buf);  // PERSIST
+  db::WalRecord r;
+  size_t used = 0;
+  std::string err;
+  CHECK(db::DecodeWalRecord(buf, &r, &used, &err) == db::WalDecode::kOk);
+  LONGS_EQUAL(db::kWalExpire, r.kind);
+  STRCMP_EQUAL("h", r.entry.key.c_str());
+  LONGS_EQUAL(cache::kTypeHash, r.entry.type);
+  LONGS_EQUAL(1234567, r.entry.expire_ms);
+  LONGS_EQUAL(42, r.entry.version);
+  CHECK(db::DecodeWalRecord(std::string_view(buf).substr(used), &r, &used, &err) == db::WalDecode::kOk);
+  LONGS_EQUAL(cache::kTypeSet, r.entry.type);
+  LONGS_EQUAL(0, r.entry.expire_ms);
+  // Of a string, with a value, without a key, with a negative expiry: damage.
+  struct Bad {
+    uint8_t type;
+    const char* key;
+    const char* value;
+    int64_t exp;
+  } bad[] = {{cache::kTypeString, "k", "", 1}, {cache::kTypeInt, "k", "", 1}, {cache::kTypeHash, "k", "x", 1},
+             {cache::kTypeSet, "", "", 1}, {cache::kTypeHash, "k", "", -5}};
+  for (const Bad& b : bad) {
+    std::string rec;
+    db::EncodeWalRecord(db::kWalExpire, "c", b.key, b.type, b.value, b.exp, 1, &rec);
+    CHECK(db::DecodeWalRecord(rec, &r, &used, &err) == db::WalDecode::kBad);
+  }
+  // A kind after it is unknown.
+  std::string next;
+  db::EncodeWalRecord(static_cast<db::WalKind>(7), "c", "k", cache::kTypeHash, {}, 0, 1, &next);
+  CHECK(db::DecodeWalRecord(next, &r, &used, &err) == db::WalDecode::kBad);
+  CHECK(err.find("unknown record kind 7") != std::string::npos);
+}
+
 TEST(WalRecord, EveryCutIsShortAndEveryFlippedByteIsCaught) {
   std::string rec = Record(db::kWalPut, "0", "key", "value", 5);
   db::WalRecord r;

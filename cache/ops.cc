@@ -1,5 +1,6 @@
 // perfcached — key operations: lock-free reads (Get, Probe) and locked writes (Set, Del).
 // Copyright (c) 2026 the perfcached authors.
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <vector>
@@ -591,10 +592,16 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     RecView nv{a.At(nrec)};
     if (o.had_old) *o.had_old = live_old;
     // Every change gets a version above every earlier one of the key: the
-    // old record's + 1, or for a new key the table's floor + 1 (record.h).
+    // live record's + 1, or for a new key the table's floor + 1 (record.h)
+    // — also a key made again over its expired record that no sweep has
+    // removed yet (above that record's version too): a snapshot whose walk
+    // began meanwhile skipped the key, and replay drops a state at or below
+    // its floor that the snapshot does not hold (db/wal_apply.cc
+    // SnapshotDropped).
     uint64_t ver = o.if_newer ? o.version
-                              : NextVersion(old ? ov.version()
-                                                : h.ver_floor.load(std::memory_order_acquire));
+                   : live_old ? NextVersion(ov.version())
+                              : NextVersion(std::max(old ? ov.version() : 0,
+                                                     h.ver_floor.load(std::memory_order_acquire)));
     if (o.stored_version) *o.stored_version = ver;
     if (live_old && !o.if_newer && SameValue(a, old, nrec, key.size())) {
       // Same bytes: keep the record, change its expiry and version inside

@@ -26,7 +26,8 @@
 //          is larger than every version the key had before, also across DEL
 //          and re-create: a table keeps a floor (TableHeader::ver_floor) that
 //          every removal raises to the removed version *before* unlinking, and
-//          a create starts at floor + 1. Version checks (GETDEL, RENAME, RMW
+//          a create starts at floor + 1 (a create over the key's expired,
+//          not yet swept record: above both). Version checks (GETDEL, RENAME, RMW
 //          commands) therefore never mistake a re-created key for the one they
 //          read (no ABA). 2^48 changes of one table's keys would wrap: at one
 //          million writes a second, in nine years.

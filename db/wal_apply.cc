@@ -121,6 +121,22 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
   tk_.push_back('\0');
   tk_.append(r.entry.key);
   bool makes = r.kind == kWalPut || r.kind == kWalFields || r.kind == kWalExpire;
+  if (r.kind == kWalTombstone) {
+    // Known even when the collection is not there (yet): a state of the
+    // key merged after it must not make the collection.
+    uint64_t& tv = (*k_.tomb)[tk_];
+    if (r.entry.version > tv) tv = r.entry.version;
+  } else if (makes) {
+    // A state its key's tombstone outranks makes nothing: a record of a
+    // key of a collection perf_drop / perf_rename removed after it (their
+    // tombstones come before the drop record, in one ring) must not make
+    // the collection again when the rings are merged with it after the drop.
+    auto ti = k_.tomb->find(tk_);
+    if (ti != k_.tomb->end() && ti->second >= r.entry.version) {
+      ++skipped;
+      return true;
+    }
+  }
   cache::TableRef t;
   if (!Table(r.collection, makes, &t)) {
     if (makes) ++unknown;
@@ -132,8 +148,6 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
     case kWalFields: return Fields(t, tk_, r, err);
     case kWalExpire: return Expiry(t, tk_, r, err);
     case kWalTombstone: {
-      uint64_t& tv = (*k_.tomb)[tk_];
-      if (r.entry.version > tv) tv = r.entry.version;
       if (auto it = side_.find(tk_); it != side_.end()) return Whole(t, r.entry.key, &it->second, nullptr,
                                                                      r.entry.version, err);
       RemoveIfNotAbove(t, r.entry.key, r.entry.version);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "cache/evict.h"
 #include "cache/export.h"
 #include "db/wal.h"
 #include "db/wal_ring.h"
@@ -169,6 +170,22 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
   Recovered rec;
   db::RecoveryClock clock(c);
   rec.clock = &clock;
+  // Nothing is evicted while recovering: a full arena under an evicting
+  // policy would drop recovered keys unlogged (and, under the held clock,
+  // for hashes and sets that expired in the downtime and go at the sweep).
+  // A state that does not fit is an error that names arena_mb instead.
+  // maxmemory itself is not enforced here (the RESP door enforces it),
+  // as redis-server loads past it and evicts once serving.
+  struct NoEviction {
+    cache::Ctx& c;
+    cache::MemoryLimits saved;
+    explicit NoEviction(cache::Ctx& x) : c(x), saved(cache::GetMemoryLimits(x)) {
+      cache::MemoryLimits l = saved;
+      l.policy = cache::EvictPolicy::kNoEviction;
+      cache::SetMemoryLimits(c, l);
+    }
+    ~NoEviction() { cache::SetMemoryLimits(c, saved); }
+  } no_eviction(c);
   if (!LoadNewestSnapshot(c, pt, cfg, &rec, err)) return false;
   // Replayed also with fsync = off: segments a run with the WAL left hold
   // acknowledged writes the snapshot may not (turning the WAL off must not

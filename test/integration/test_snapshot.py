@@ -142,6 +142,33 @@ class Snapshots(unittest.TestCase):
         self.assertIn("truncated", p.stderr)
         self.assertIn("can be read", p.stderr)
 
+    def test_a_snapshot_larger_than_a_lowered_arena_stops_the_start_and_evicts_nothing(self):
+        # Regression (review, session 19): with an evicting policy the load
+        # made room by evicting what it had just loaded, unlogged, and the
+        # daemon started with keys missing. Now nothing is evicted while
+        # recovering: the start stops and names the setting.
+        d = self.daemon(arena_mb=128)
+        r = redis.Redis(port=d.port)
+        p = r.pipeline(transaction=False)
+        for i in range(60000):
+            p.set("k:%d" % i, "x" * 1000)
+            if i % 1000 == 999:
+                p.execute()
+        p.execute()
+        r.save()
+        d.stop()
+        try:
+            p = subprocess.run([BIN, "-D", "-o", "listen.resp=127.0.0.1:0", "-o", "mi.fifo_name=",
+                                "-o", "mi.datagram=", "-o", "memory.arena_mb=32", "-o", "memory.hugepages=off",
+                                "-o", "memory.maxmemory_policy=allkeys-lru", "-o", "wal.dir=%s/data" % self.dir,
+                                "-o", "wal.fsync=off"],
+                               capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("the daemon started on a snapshot that does not fit its arena (it evicted to fit)")
+        self.assertEqual(p.returncode, 1, p.stderr[-2000:])
+        self.assertIn("does not fit the arena", p.stderr)
+        self.assertIn("arena_mb", p.stderr)
+
     def test_save_rule_and_shutdown_snapshot(self):
         d = Daemon(overrides=["wal.dir=%s/data" % self.dir, "wal.save=1 3", "wal.fsync=off"])
         self.addCleanup(d.stop)

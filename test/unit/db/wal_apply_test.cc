@@ -706,3 +706,78 @@ TEST(WalApply, AnExpireRecordOfANewerLifeRemovesAnOlderLifeOfAnotherType) {
   clock.Release();
   CHECK(!Look(*f.ctx, dst, "K").present);
 }
+
+// Regression (review, session 19): a key made again over its expired
+// record that no sweep had removed yet took the old record's version + 1,
+// which can lie at or below the table's floor; a snapshot whose walk began
+// in between (and skipped the expired key) then made replay drop the new,
+// acknowledged key as "removed before the walk reached it".
+TEST(WalApply, AKeyMadeOverItsExpiredRecordOutranksTheSnapshotFloor) {
+  auto hf = Items("f", 20, true);
+  uint64_t n = 0;
+  cache::StoreOpts o;
+  o.expire_ms = cache::NowMs(*f.ctx) + 1000;
+  CHECK(cache::Set(*f.ctx, src, "S", "old", o) == Status::kOk);
+  CHECK(cache::Set(*f.ctx, src, "H", "old", o) == Status::kOk);
+  for (int i = 0; i < 50; ++i) CHECK(cache::Set(*f.ctx, src, "X", std::to_string(i)) == Status::kOk);
+  CHECK(cache::Del(*f.ctx, src, "X") == Status::kOk);  // the floor passes S's and H's versions
+  f.ctx->clock_skew_ms += 5000;                        // S and H expired, not swept
+  Snap snap = TakeSnap({"S", "H"});
+  CHECK(snap.entries.empty());
+  (void)log.Take();
+  Write("S", [&] { CHECK(cache::Set(*f.ctx, src, "S", "new") == Status::kOk); });
+  Write("H", [&] { CHECK(cache::HSet(*f.ctx, src, "H", Views(hf), &n) == Status::kOk); });
+  auto r = log.Take();
+  LONGS_EQUAL(2, r.size());
+  CHECK(r[0].entry.version > snap.floor);
+  CHECK(r[1].entry.version > snap.floor);
+  ReplayAndCompare(r, "dst_over_expired", {"S", "H"}, &snap);
+  f.ctx->clock_skew_ms -= 5000;
+}
+
+// Regression (review, session 19): perf_drop logs each key's tombstone and
+// then the drop record in one ring; a put, fields or expire record of a key
+// of that collection from another ring, merged after them, made the dropped
+// collection again (empty, or with a key memory no longer held).
+TEST(WalApply, ARecordMergedAfterItsCollectionsDropDoesNotMakeItAgain) {
+  auto hf = Items("f", 20, true);
+  uint64_t n = 0;
+  bool changed = false;
+  Write("K", [&] { CHECK(cache::HSet(*f.ctx, src, "K", Views(hf), &n) == Status::kOk); });
+  std::string_view one[] = {"f0", "x"};
+  Write("K", [&] { CHECK(cache::HSet(*f.ctx, src, "K", one, &n) == Status::kOk); });
+  Write("K", [&] {
+    CHECK(cache::Expire(*f.ctx, src, "K", cache::NowMs(*f.ctx) + 1000000, cache::ExpireCond::kAlways, &changed) ==
+          Status::kOk);
+  });
+  auto r = log.Take();
+  LONGS_EQUAL(3, r.size());
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(*f.ctx, src, "K", &ri) == Status::kOk);
+  db::WalRecord tomb, drop;
+  tomb.kind = db::kWalTombstone;
+  tomb.entry.key = "K";
+  tomb.entry.version = ri.version;  // perf_drop: the dropped record's own version
+  drop.kind = db::kWalDrop;
+  for (size_t late = 0; late < r.size(); ++late) {
+    const std::string name = "dst_dropped" + std::to_string(late);
+    Applied a;
+    db::RecoveryClock clock(*f.ctx);
+    db::WalApplier ap(*f.ctx, db::WalApplier::Known{&a.top, &a.tomb, &a.snap_floor, &a.snap_expired, &clock}, {},
+                      [](const std::string& line) { FAIL(line.c_str()); });
+    // The records before `late` in their ring's order, then the drop's ring,
+    // then the rest.
+    std::vector<db::WalRecord> order(r.begin(), r.begin() + static_cast<long>(late));
+    order.push_back(tomb);
+    order.push_back(drop);
+    order.insert(order.end(), r.begin() + static_cast<long>(late), r.end());
+    for (db::WalRecord x : order) {
+      x.collection = name;
+      std::string err;
+      CHECK_TEXT(ap.Apply(x, &err), err.c_str());
+    }
+    clock.Release();
+    cache::TableRef t;
+    CHECK_TEXT(cache::OpenCollection(*f.ctx, name, &t) != Status::kOk, (name + " was made again").c_str());
+  }
+}

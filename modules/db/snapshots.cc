@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <vector>
 
-#include "cache/evict.h"
 #include "cache/export.h"
 #include "db/wal.h"
 #include "db/wal_ring.h"
@@ -170,22 +169,26 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
   Recovered rec;
   db::RecoveryClock clock(c);
   rec.clock = &clock;
-  // Nothing is evicted while recovering: a full arena under an evicting
-  // policy would drop recovered keys unlogged (and, under the held clock,
-  // for hashes and sets that expired in the downtime and go at the sweep).
-  // A state that does not fit is an error that names arena_mb instead.
-  // maxmemory itself is not enforced here (the RESP door enforces it),
-  // as redis-server loads past it and evicts once serving.
-  struct NoEviction {
+  // A full arena while recovering (hashes and sets that expired in the
+  // downtime stay until the sweep; a snapshot's walk can hold more than
+  // the arena held at once): under noeviction the start stops with an
+  // error that names arena_mb; under an evicting policy the engine evicts
+  // as it does when serving, and each key it evicts is gone for the rest
+  // of the replay (a later fields or expire record must not rebuild a
+  // part of it), counted and logged. maxmemory is not enforced while
+  // loading (the RESP door enforces it), as redis-server loads past it.
+  uint64_t evicted = 0;
+  struct OnEvict {
     cache::Ctx& c;
-    cache::MemoryLimits saved;
-    explicit NoEviction(cache::Ctx& x) : c(x), saved(cache::GetMemoryLimits(x)) {
-      cache::MemoryLimits l = saved;
-      l.policy = cache::EvictPolicy::kNoEviction;
-      cache::SetMemoryLimits(c, l);
+    std::function<void(std::string_view, std::string_view, uint64_t)> saved;
+    OnEvict(cache::Ctx& x, Recovered* r, uint64_t* n) : c(x), saved(std::move(x.on_evict)) {
+      c.on_evict = [r, n](std::string_view coll, std::string_view key, uint64_t) {
+        r->tomb[TombKey(coll, key)] = UINT64_MAX;
+        ++*n;
+      };
     }
-    ~NoEviction() { cache::SetMemoryLimits(c, saved); }
-  } no_eviction(c);
+    ~OnEvict() { c.on_evict = std::move(saved); }
+  } on_evict(c, &rec, &evicted);
   if (!LoadNewestSnapshot(c, pt, cfg, &rec, err)) return false;
   // Replayed also with fsync = off: segments a run with the WAL left hold
   // acknowledged writes the snapshot may not (turning the WAL off must not
@@ -197,6 +200,10 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
   if (uint64_t gone = clock.Release()) {
     LOG_NOTICE("recovery: %llu key(s) whose expiry passed while the daemon was down removed",
                static_cast<unsigned long long>(gone));
+  }
+  if (evicted) {
+    LOG_WARN("recovery: the arena was full: %llu key(s) evicted by the policy to fit (raise [memory] arena_mb "
+             "to keep them)", static_cast<unsigned long long>(evicted));
   }
   RaiseFloors(c, rec.top);
   if (db::WalShared* w = db::Wal()) {

@@ -1,4 +1,4 @@
-// perfcached — the engine's key operations (cache/ops.cc): Get, Set, Del, IncrBy, SetExpire, MSetNx.
+// perfcached — the engine's key operations (cache/ops.cc): Get, Set, Del, IncrBy, SetExpire, Restamp, MSetNx.
 // Copyright (c) 2026 the perfcached authors.
 #pragma once
 
@@ -83,5 +83,12 @@ enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt };
 // An expiry in the past deletes the key. kNotFound when absent.
 [[nodiscard]] Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire_ms,
                                ExpireCond cond, bool* changed);
+// Give a live key a new version above `above` (and above its own), its
+// value and expiry unchanged; *version = the new one. A renamed
+// collection's keys (MI perf_rename with the WAL): the log names keys by
+// collection, and their states under the new name must outrank every
+// record logged under that name before. kNotFound when absent.
+[[nodiscard]] Status Restamp(Ctx& c, const TableRef& t, std::string_view key, uint64_t above,
+                             uint64_t* version);
 
 }  // namespace cache

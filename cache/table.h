@@ -6,7 +6,7 @@
 // has its own header with one job:
 //   cache/catalog.h     shared layout (Catalog, TableHeader), Ctx, TableRef,
 //                       create / open / drop / rename / resize / list
-//   cache/ops.h         Get, Set, Del, DelIfVersion, IncrBy, SetExpire, MSetNx
+//   cache/ops.h         Get, Set, Del, DelIfVersion, IncrBy, SetExpire, Restamp, MSetNx
 //   cache/scan.h        ScanStep (SCAN with its guarantee)
 //   cache/maint.h       GrowStep, SweepExpired, RepairDead, RepairDeadStep
 //   cache/number.h      Redis number parsing and formatting

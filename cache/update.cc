@@ -1,5 +1,6 @@
 // perfcached — in-place updates of one live record under its key lock: INCRBY on a counter, TTL.
 // Copyright (c) 2026 the perfcached authors.
+#include <algorithm>
 #include <cstring>
 
 #include "cache/dict.h"
@@ -161,6 +162,29 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
     }
   }
   return st;
+}
+
+Status Restamp(Ctx& c, const TableRef& t, std::string_view key, uint64_t above, uint64_t* version) {
+  TableHeader& h = *t.h;
+  const mem::Arena& a = c.arena;
+  KeyLock k;
+  if (!LockKey(c, h, HashOf(c, key), key, &k)) return Status::kStale;
+  RecView v{k.rec ? a.At(k.rec) : nullptr};
+  Status st = Status::kOk;
+  if (!Live(h, t)) {
+    st = Status::kStale;
+  } else if (k.rec == 0 || Expired(v.expire(), NowMs(c))) {
+    st = Status::kNotFound;
+  } else {
+    uint64_t nv = NextVersion(std::max(v.version(), above));
+    std::atomic<uint32_t>& seq = KeySeq(h, k);
+    seq.fetch_add(1, std::memory_order_acq_rel);
+    v.set_meta(v.expire(), nv);
+    seq.fetch_add(1, std::memory_order_acq_rel);
+    *version = nv;
+  }
+  UnlockKey(h, k);
+  return st;  // not a store: the data did not change (save rules do not count it)
 }
 
 }  // namespace cache

@@ -795,9 +795,23 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (!e->pc.cfg->allow_create) return admin("rename");
         std::string name, to, msg;
         if (!p.GetString("name", &name, &msg) || !p.GetString("new_name", &to, &msg)) return mi::MiParamError(msg);
+        // With the WAL the renamed keys' states under the new name must
+        // outrank every record logged under that name before (a rename back,
+        // a name dropped earlier): the table's floor goes above everything
+        // logged first (keys made from now on start there), and each key is
+        // restamped above it below. A rename keeps the keys' versions; without
+        // this, `perf_rename a b` then `perf_rename b a` lost every key of a
+        // at the next replay (its puts under a lost to the first rename's
+        // tombstones under a, at the same versions).
+        uint64_t above = 0;
         if (e->wal.active()) {
           Response err;
           if (!Admit(*e, &err)) return err;
+          above = db::WalMaxVersion();
+          cache::TableRef from;
+          if (cache::OpenCollection(*e->pc.ctx, name, &from) == mem::Status::kOk) {
+            cache::RaiseVersionFloor(from, above);
+          }
         }
         mem::Status s = cache::RenameCollection(*e->pc.ctx, name, to);
         if (s == mem::Status::kNotFound) return mi::MiError(404, "no such collection");
@@ -815,6 +829,8 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
             });
             std::string why;
             for (const auto& [k, v] : keys) {
+              uint64_t nv = 0;
+              (void)cache::Restamp(*e->pc.ctx, t, k, above, &nv);  // absent by now: LogKey logs that
               if (!e->wal.LogTombstone(name, k, v, &why) || !e->wal.LogKey(*e->pc.ctx, t, to, k, &why)) {
                 return mi::MiError(500, "renamed, but the WAL could not log it (" + why +
                                             "): take a BGSAVE before a restart");

@@ -362,6 +362,33 @@ class Wal(unittest.TestCase):
         self.assertEqual(mi(d3, "perf_get", {"key": "again", "collection": "gone"})["result"]["value"], "2")
         self.assertIn("error", mi(d3, "perf_get", {"key": "k1", "collection": "gone"}))
 
+    def test_a_collection_renamed_and_renamed_back_keeps_its_keys(self):
+        """Regression (review, session 19): a rename keeps the keys'
+        versions, so after perf_rename a b and perf_rename b a the puts
+        logged under a lost to the first rename's tombstones under a, at the
+        same versions: a crash lost every key of a."""
+        from test_db import mi
+        extra = ["daemon.allow_create=yes"]
+        d = self.daemon(extra=extra)
+        self.assertEqual(mi(d, "perf_create", ["ra"]).get("result"), "OK")
+        for i in range(50):
+            self.assertEqual(mi(d, "perf_set", {"key": "k%d" % i, "value": "v%d" % i, "ttl": "0",
+                                                "collection": "ra"}).get("result"), "OK")
+        self.assertEqual(mi(d, "perf_rename", ["ra", "rb"]).get("result"), "OK")
+        self.assertEqual(mi(d, "perf_rename", ["rb", "ra"]).get("result"), "OK")
+        self.assertEqual(mi(d, "perf_set", {"key": "after", "value": "x", "ttl": "0", "collection": "ra"})
+                         .get("result"), "OK")
+        kill9_all(d)
+        d2 = self.daemon(extra=extra)
+        names = mi(d2, "perf_collections")["result"]
+        listed = {c["name"] for c in (names if isinstance(names, list) else names.get("collections", []))}
+        self.assertIn("ra", listed)
+        self.assertNotIn("rb", listed)
+        for i in range(50):
+            self.assertEqual(mi(d2, "perf_get", {"key": "k%d" % i, "collection": "ra"})["result"]["value"],
+                             "v%d" % i)
+        self.assertEqual(mi(d2, "perf_get", {"key": "after", "collection": "ra"})["result"]["value"], "x")
+
     def test_evicted_keys_do_not_come_back(self):
         d = self.daemon(extra=["memory.maxmemory=24mb", "memory.maxmemory_policy=allkeys-lru"], arena_mb=64)
         r = redis.Redis(port=d.port)

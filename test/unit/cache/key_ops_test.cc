@@ -298,3 +298,29 @@ TEST(KeyOps, RandomKey) {
   CHECK(cache::RandomKey(c(), t, &k) == Status::kOk);
   STRCMP_EQUAL("", k.c_str());
 }
+
+TEST(KeyOps, RestampGivesANewVersionAboveTheBoundAndKeepsTheRest) {
+  cache::StoreOpts o;
+  o.expire_ms = cache::NowMs(c()) + 100000;
+  CHECK(cache::Set(c(), t, "k", "value", o) == Status::kOk);
+  cache::ReadInfo ri;
+  CHECK(cache::Probe(c(), t, "k", &ri) == Status::kOk);
+  uint64_t v = 0;
+  CHECK(cache::Restamp(c(), t, "k", ri.version + 1000, &v) == Status::kOk);
+  LONGS_EQUAL(ri.version + 1001, v);
+  cache::ReadInfo after;
+  char buf[16];
+  CHECK(cache::Get(c(), t, "k", std::span<char>(buf, sizeof buf), &after) == Status::kOk);
+  STRCMP_EQUAL("value", std::string(buf, after.vlen).c_str());
+  LONGS_EQUAL(ri.expire_ms, after.expire_ms);
+  LONGS_EQUAL(v, after.version);
+  // A bound below the key's own version: the next one.
+  CHECK(cache::Restamp(c(), t, "k", 1, &v) == Status::kOk);
+  LONGS_EQUAL(after.version + 1, v);
+  CHECK(cache::Restamp(c(), t, "absent", 1, &v) == Status::kNotFound);
+  o.expire_ms = cache::NowMs(c()) + 10;
+  CHECK(cache::Set(c(), t, "short", "x", o) == Status::kOk);
+  f->ctx->clock_skew_ms += 1000;
+  CHECK(cache::Restamp(c(), t, "short", 1, &v) == Status::kNotFound);
+  f->ctx->clock_skew_ms -= 1000;
+}

@@ -243,6 +243,17 @@ bool Warm(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::stri
   std::vector<std::string> names;
   if (!Collections(cfg, nullptr, &names, err)) return false;
   Totals t;
+  // A full arena under an evicting policy evicts as when serving; say how
+  // many went (under noeviction the load fails below and names the cause).
+  uint64_t evicted = 0;
+  struct OnEvict {
+    cache::Ctx& c;
+    std::function<void(std::string_view, std::string_view, uint64_t)> saved;
+    OnEvict(cache::Ctx& x, uint64_t* n) : c(x), saved(std::move(x.on_evict)) {
+      c.on_evict = [n](std::string_view, std::string_view, uint64_t) { ++*n; };
+    }
+    ~OnEvict() { c.on_evict = std::move(saved); }
+  } on_evict(c, &evicted);
   // A start-up load that fails is fatal: starting empty with mode 2 would
   // save the empty cache over the snapshot at the next stop.
   if (!Run(c, pt, cfg, names, false, &t, err)) {
@@ -253,6 +264,10 @@ bool Warm(cache::Ctx& c, proc::ProcTable* pt, const proc::Config& cfg, std::stri
              proc::MaskDbUrl(cfg.db_url).c_str(), static_cast<unsigned long long>(t.rows),
              static_cast<unsigned long long>(t.collections), static_cast<long long>(t.ms),
              t.bad ? (", " + std::to_string(t.bad) + " row(s) skipped").c_str() : "");
+  if (evicted) {
+    LOG_WARN("start-up load: the arena was full: %llu key(s) evicted by the policy to fit (raise [memory] "
+             "arena_mb to keep them)", static_cast<unsigned long long>(evicted));
+  }
   return true;
 }
 

@@ -6,6 +6,7 @@ Every value type the daemon serves round-trips with its type and TTL:
 strings, counters, hashes and sets (both encodings of each)."""
 import json
 import os
+import re
 import pwd
 import shutil
 import signal
@@ -197,6 +198,29 @@ class Persistence:
         self.assertEqual(mi(d, "perf_save", ["0"])["result"]["saved"], n - 1)
         self.assertEqual(self.backend.count(), n - 1)
         self.assertEqual(self.backend.value_of("k4"), "")
+
+    def test_a_start_up_load_larger_than_the_arena_says_what_it_evicted(self):
+        # Under an evicting policy a full arena evicts during the load, as
+        # when serving: the log says how many (it used to say nothing).
+        d = self.daemon(arena_mb=128)
+        r = redis.Redis(port=d.port)
+        p = r.pipeline(transaction=False)
+        for i in range(60000):
+            p.set("k:%d" % i, "%d:" % i + "x" * 1000)
+            if i % 1000 == 999:
+                p.execute()
+        p.execute()
+        self.assertEqual(mi(d, "perf_save")["result"]["saved"], 60000)
+        self.assertEqual(d.stop(), 0)
+        d2 = self.daemon(mode=1, extra=["memory.maxmemory_policy=allkeys-lru"], arena_mb=32)
+        r2 = redis.Redis(port=d2.port)
+        n = r2.dbsize()
+        self.assertLess(n, 60000)
+        m = re.search(r"start-up load: the arena was full: (\d+) key\(s\) evicted", d2.read_log())
+        self.assertTrue(m, d2.read_log()[-2000:])
+        self.assertGreaterEqual(int(m.group(1)), 60000 - n)
+        for k in r2.scan_iter(count=1000):
+            self.assertEqual(r2.get(k), b"%d:" % int(k.split(b":")[1]) + b"x" * 1000)
 
     def test_mode2_round_trip_across_a_restart_with_ttls(self):
         d = self.daemon(mode=2)

@@ -95,11 +95,11 @@ int InspectWal(const char* dir) {
   }
   db::WalReadReport rep;
   std::string err;
-  uint64_t kinds[7] = {};
+  uint64_t kinds[8] = {};
   std::map<std::string, uint64_t> per;
   uint64_t top = 0;
   bool ok = db::ReadWal(dir, 0, false, [&](uint64_t, const db::WalRecord& r) {
-    ++kinds[r.kind <= db::kWalExpire ? r.kind : 0];
+    ++kinds[r.kind <= db::kWalPart ? r.kind : 0];
     ++per[r.collection];
     if (r.entry.version > top) top = r.entry.version;
     return true;
@@ -109,12 +109,13 @@ int InspectWal(const char* dir) {
     return 1;
   }
   std::printf("%s: %llu segment(s), %llu record(s) (%llu put, %llu tombstone, %llu flush, %llu drop, %llu fields, %llu expire), "
-              "%llu bytes, "
+              "%llu joined from %llu part(s), %llu bytes, "
               "positions %llu .. %llu, newest version %llu\n",
               dir, static_cast<unsigned long long>(rep.segments), static_cast<unsigned long long>(rep.records),
               static_cast<unsigned long long>(kinds[db::kWalPut]), static_cast<unsigned long long>(kinds[db::kWalTombstone]),
               static_cast<unsigned long long>(kinds[db::kWalFlush]), static_cast<unsigned long long>(kinds[db::kWalDrop]),
               static_cast<unsigned long long>(kinds[db::kWalFields]), static_cast<unsigned long long>(kinds[db::kWalExpire]),
+              static_cast<unsigned long long>(rep.joined), static_cast<unsigned long long>(rep.parts),
               static_cast<unsigned long long>(rep.bytes),
               static_cast<unsigned long long>(segs.front().first), static_cast<unsigned long long>(rep.end),
               static_cast<unsigned long long>(top));

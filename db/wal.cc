@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "db/codec.h"
 #include "db/crc32c.h"
@@ -51,6 +52,68 @@ bool ReadFile(const std::string& path, std::string* out, std::string* err) {
   return true;
 }
 
+// Part records (kind 7) back into the records they were cut from: one
+// record in the making per writer (a writer appends a record's parts one
+// after another, and nothing else in between).
+class Joiner {
+ public:
+  // The record `r` (a part read at `pos`) completes, or nullptr.
+  const WalRecord* Add(uint64_t pos, const WalRecord& r, const std::string& path, size_t off,
+                       WalReadReport* rep) {
+    WalPart p;
+    if (!DecodeWalPart(r, &p)) return nullptr;  // DecodeWalRecord checked it
+    auto it = open_.find(p.writer);
+    if (p.offset == 0) {
+      if (it != open_.end()) Unfinished(it->second, rep);
+      it = open_.insert_or_assign(p.writer, Open{}).first;
+      it->second.total = p.total;
+      it->second.first_pos = pos;
+      it->second.what = r.collection + "/" + r.entry.key;
+    } else if (it == open_.end()) {
+      return nullptr;  // its first parts lie before the segments read (or were lost, reported)
+    } else if (it->second.bytes.size() != p.offset || it->second.total != p.total) {
+      Unfinished(it->second, rep);
+      open_.erase(it);
+      return nullptr;
+    }
+    Open& o = it->second;
+    o.bytes.append(p.piece);
+    if (o.bytes.size() < o.total) return nullptr;
+    size_t used = 0;
+    std::string why;
+    WalDecode d = DecodeWalRecord(o.bytes, &whole_, &used, &why);
+    bool ok = d == WalDecode::kOk && used == o.bytes.size() && whole_.kind != kWalPart;
+    if (!ok) {
+      rep->problems.push_back(path + " offset " + std::to_string(off) + ": the record joined from the parts of " +
+                              o.what + " does not check (" + (why.empty() ? "its length" : why) +
+                              "): skipped (one record lost)");
+    }
+    open_.erase(it);
+    return ok ? &whole_ : nullptr;
+  }
+  // What is still open at the end never got its last part.
+  void Finish(WalReadReport* rep) {
+    for (auto& [w, o] : open_) Unfinished(o, rep);
+    open_.clear();
+  }
+
+ private:
+  struct Open {
+    uint64_t total = 0, first_pos = 0;
+    std::string bytes, what;
+  };
+  static void Unfinished(const Open& o, WalReadReport* rep) {
+    ++rep->unfinished;
+    rep->problems.push_back("a record of " + o.what + " in parts from position " + std::to_string(o.first_pos) +
+                            " never got its last part (" + std::to_string(o.bytes.size()) + " of " +
+                            std::to_string(o.total) +
+                            " bytes: the log ends or its writer stopped mid-record; under fsync = always "
+                            "its write was not acknowledged): dropped");
+  }
+  std::map<uint64_t, Open> open_;
+  WalRecord whole_;
+};
+
 }  // namespace
 
 void EncodeWalRecord(WalKind kind, std::string_view collection, std::string_view key, uint8_t type,
@@ -87,6 +150,39 @@ void EncodeWalFields(std::string_view collection, std::string_view key, uint8_t 
     }
   }
   EncodeWalRecord(kWalFields, collection, key, type, v, expire_ms, version, out);
+}
+
+bool EncodeWalParts(std::string_view whole, uint64_t writer, std::string_view collection, std::string_view key,
+                    uint64_t version, size_t piece, const std::function<bool(std::string_view part)>& fn) {
+  if (whole.size() < kWalRecordHead || whole.size() - kWalRecordHead > kWalMaxBody) return false;
+  key = key.substr(0, std::min<size_t>(key.size(), 256));
+  // What a part adds around its data: head, kind, collection, key, type,
+  // expire, version, the value's length and its two varints (10 B each at most).
+  size_t around = kWalRecordHead + 1 + 10 + collection.size() + 10 + key.size() + 1 + 8 + 8 + 10 + 10 + 10;
+  if (piece <= around) return false;
+  size_t room = piece - around;
+  std::string part, v;
+  for (size_t off = 0; off < whole.size(); off += room) {
+    size_t n = std::min(room, whole.size() - off);
+    v.clear();
+    PutVarint(&v, writer);
+    PutVarint(&v, whole.size());
+    v.append(whole.substr(off, n));
+    part.clear();
+    EncodeWalRecord(kWalPart, collection, key, 0, v, static_cast<int64_t>(off), version, &part);
+    if (!fn(part)) return false;
+  }
+  return true;
+}
+
+bool DecodeWalPart(const WalRecord& r, WalPart* out) {
+  if (r.kind != kWalPart || r.entry.type != 0 || r.entry.expire_ms < 0) return false;
+  Cursor c{r.entry.value};
+  if (!c.Varint(&out->writer) || !c.Varint(&out->total)) return false;
+  out->offset = static_cast<uint64_t>(r.entry.expire_ms);
+  out->piece = std::string_view(r.entry.value).substr(c.pos);
+  return out->total >= kWalRecordHead && out->total - kWalRecordHead <= kWalMaxBody && !out->piece.empty() &&
+         out->offset < out->total && out->piece.size() <= out->total - out->offset;
 }
 
 bool DecodeWalFields(std::string_view value, uint8_t type, WalFieldChanges* out) {
@@ -127,7 +223,7 @@ WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, 
     *err = "record fields do not add up to its length";
     return WalDecode::kBad;
   }
-  if (kind < kWalPut || kind > kWalExpire) {
+  if (kind < kWalPut || kind > kWalPart) {
     *err = "unknown record kind " + std::to_string(kind);
     return WalDecode::kBad;
   }
@@ -154,6 +250,11 @@ WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, 
   out->entry.value.assign(value);
   out->entry.expire_ms = static_cast<int64_t>(exp);
   out->entry.version = ver;
+  WalPart part;
+  if (kind == kWalPart && !DecodeWalPart(*out, &part)) {
+    *err = "a part record whose writer, length or offset do not add up";
+    return WalDecode::kBad;
+  }
   *used = kWalRecordHead + len;
   return WalDecode::kOk;
 }
@@ -197,6 +298,7 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
   auto segs = ListWalSegments(dir);
   std::string data;
   WalRecord r;
+  Joiner join;
   for (size_t i = 0; i < segs.size(); ++i) {
     const auto& [start, path] = segs[i];
     if (i + 1 < segs.size() && segs[i + 1].first <= from) continue;  // wholly before `from`
@@ -247,17 +349,25 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
       }
       uint64_t pos = start + (off - kWalSegmentHeader);
       off += used;
+      const WalRecord* out = &r;
+      if (r.kind == kWalPart) {
+        if (pos >= from) ++rep->parts;
+        out = join.Add(pos, r, path, off - used, rep);
+      }
       if (pos < from) continue;
-      ++rep->records;
       rep->bytes += used;
       rep->end = start + (off - kWalSegmentHeader);
-      if (fn && !fn(pos, r)) {
+      if (!out) continue;
+      if (out != &r) ++rep->joined;
+      ++rep->records;
+      if (fn && !fn(pos, *out)) {
         *err = "stopped";
         return false;
       }
     }
     if (rep->end < start) rep->end = start;
   }
+  join.Finish(rep);
   return true;
 }
 

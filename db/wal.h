@@ -46,6 +46,21 @@
 //                     newest statement of it (db/wal_apply.h). A reader
 //                     older than this kind skips it as one damaged record
 //                     (the key comes back with its older TTL).
+//   kind 7 part       one piece of a record too large for its ring (more
+//                     than a quarter of [wal] ring_mb: a 3 MB SET, an
+//                     HSET of many fields): the whole record's bytes (head
+//                     + body) cut into pieces that one writer appends one
+//                     after another. collection, version = the whole
+//                     record's; key = its first 256 bytes at most (for
+//                     reports); type 0; expire_ms = the piece's offset in
+//                     the whole; value = varint writer (its ring index) |
+//                     varint the whole's length | the piece. The reader
+//                     joins a writer's pieces and hands out the whole
+//                     record, at the position of its last piece (ReadWal);
+//                     pieces whose last one never came (the writer died
+//                     mid-record: the write was not acknowledged) are
+//                     dropped and reported. A reader older than this kind
+//                     skips each piece as a damaged record.
 //
 // A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
 // 32-byte header, then records. Positions count record bytes across
@@ -69,7 +84,7 @@
 namespace db {
 
 enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop = 4, kWalFields = 5,
-                      kWalExpire = 6 };
+                      kWalExpire = 6, kWalPart = 7 };
 
 inline constexpr size_t kWalRecordHead = 8;
 inline constexpr size_t kWalSegmentHeader = 32;
@@ -92,6 +107,19 @@ inline void EncodeWalPut(std::string_view collection, const cache::Entry& e, std
 using WalFieldChanges = cache::FieldChanges;
 void EncodeWalFields(std::string_view collection, std::string_view key, uint8_t type, int64_t expire_ms,
                      uint64_t version, const WalFieldChanges& changes, std::string* out);
+// A record longer than `piece` bytes cut into part records (kind 7) of at
+// most `piece` bytes of it each, appended to *out one by one: fn(part)
+// receives each encoded part (it may clear *out). writer: the ring index.
+// False when the record cannot be read back whole (longer than
+// kWalMaxBody) or piece leaves no room for the data.
+bool EncodeWalParts(std::string_view whole, uint64_t writer, std::string_view collection, std::string_view key,
+                    uint64_t version, size_t piece, const std::function<bool(std::string_view part)>& fn);
+// The fields of a part record's value; false when they do not parse.
+struct WalPart {
+  uint64_t writer = 0, total = 0, offset = 0;
+  std::string_view piece;
+};
+bool DecodeWalPart(const WalRecord& r, WalPart* out);
 // The changes a fields record's value holds (type: a set's puts carry no
 // value). False when they do not parse (DecodeWalRecord checks this).
 bool DecodeWalFields(std::string_view value, uint8_t type, WalFieldChanges* out);
@@ -111,9 +139,17 @@ struct WalReadReport {
   uint64_t end = 0;              // the position after the last good record
   uint64_t torn_bytes = 0;       // cut off (a torn or damaged tail)
   std::vector<std::string> problems;  // one line each: segment, offset, what
+  uint64_t parts = 0;            // part records read (kind 7; `records` counts what they joined into)
+  uint64_t joined = 0;           // records handed out joined from parts
+  uint64_t unfinished = 0;       // records whose last part never came: dropped, reported
 };
 // Read every record at position >= from, oldest first; fn (may be empty:
-// verify only) returns false to stop. A segment whose tail is torn or
+// verify only) returns false to stop. Part records are joined and never
+// handed out: the whole record comes at the position of its last part
+// (parts of it before `from` in the same segment are read for this; one
+// whose first parts lie in a segment wholly before `from` is skipped —
+// the snapshot that starts there holds its write, made before its first
+// part was logged). A segment whose tail is torn or
 // damaged is read up to the last good record; with `repair` the file is
 // cut there (ftruncate), so the next writer appends after good data. A
 // damaged segment header skips that segment. False (and *err) only when

@@ -114,6 +114,7 @@ bool WalApplier::Gone(const cache::Entry& e) const {
 }
 
 bool WalApplier::Apply(const WalRecord& r, std::string* err) {
+  if (r.kind == kWalPart) return true;  // ReadWal hands out the record its parts join into, never a part
   coll_ = r.collection;
   cur_ = nullptr;
   Raise(r.collection, r.entry.version);
@@ -147,6 +148,7 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
     case kWalPut: return Put(t, tk_, r, err);
     case kWalFields: return Fields(t, tk_, r, err);
     case kWalExpire: return Expiry(t, tk_, r, err);
+    case kWalPart: return true;
     case kWalTombstone: {
       if (auto it = side_.find(tk_); it != side_.end()) return Whole(t, r.entry.key, &it->second, nullptr,
                                                                      r.entry.version, err);

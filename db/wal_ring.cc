@@ -174,6 +174,7 @@ bool WalLogger::Attach(uint32_t index) {
   }
   bytes_ = WalRingBytes(index);
   cap_ = g_wal->ring_bytes;
+  index_ = index;
   ring_->owner.store(getpid());
   ring_->waiters.store(0);
   return true;
@@ -240,7 +241,24 @@ const char* WalLogger::Admit(int timeout_ms) {
   return nullptr;
 }
 
-bool WalLogger::Push(std::string_view rec, std::string* err) {
+bool WalLogger::Push(std::string_view rec, std::string_view collection, std::string_view key, std::string* err) {
+  // A record larger than a quarter of the ring goes in as parts (kind 7,
+  // db/wal.h), each appended once there is room for it: it never needs the
+  // whole ring, and the WAL process drains the first parts while the rest
+  // wait. The reply waits for the last one like for any record.
+  size_t piece = static_cast<size_t>(cap_ / 4);
+  if (rec.size() <= piece) return PushOne(rec, err);
+  if (!EncodeWalParts(rec, index_, collection, key, pending_version_, piece,
+                      [&](std::string_view part) { return PushOne(part, err); })) {
+    if (err->empty()) {
+      *err = "a record of " + std::to_string(rec.size()) + " bytes is larger than the WAL can read back";
+    }
+    return false;
+  }
+  return true;
+}
+
+bool WalLogger::PushOne(std::string_view rec, std::string* err) {
   if (rec.size() > cap_) {
     *err = "a record of " + std::to_string(rec.size()) + " bytes does not fit the WAL ring (" +
            std::to_string(cap_ >> 20) + " MiB: raise [wal] ring_mb)";
@@ -354,7 +372,7 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
     *err = "cannot read the key back for the WAL: " + std::string(mem::StatusName(s));
     return false;
   }
-  return Push(buf_, err);
+  return Push(buf_, collection, key, err);
 }
 
 bool WalLogger::LogFields(std::string_view collection, const cache::DictChange& ch, std::string* err) {
@@ -366,7 +384,7 @@ bool WalLogger::LogFields(std::string_view collection, const cache::DictChange& 
   } else {
     EncodeWalFields(collection, ch.key, ch.type, ch.expire_ms, ch.version, ch.fields, &buf_);
   }
-  return Push(buf_, err);
+  return Push(buf_, collection, ch.key, err);
 }
 
 bool WalLogger::LogTombstone(std::string_view collection, std::string_view key, uint64_t version,
@@ -375,7 +393,7 @@ bool WalLogger::LogTombstone(std::string_view collection, std::string_view key, 
   buf_.clear();
   pending_version_ = version;
   EncodeWalRecord(kWalTombstone, collection, key, 0, {}, 0, version, &buf_);
-  return Push(buf_, err);
+  return Push(buf_, collection, key, err);
 }
 
 bool WalLogger::LogDrop(std::string_view collection, std::string* err) {
@@ -383,7 +401,7 @@ bool WalLogger::LogDrop(std::string_view collection, std::string* err) {
   buf_.clear();
   pending_version_ = 0;
   EncodeWalRecord(kWalDrop, collection, {}, 0, {}, 0, 0, &buf_);
-  return Push(buf_, err);
+  return Push(buf_, collection, {}, err);
 }
 
 bool WalLogger::WaitDurable(uint64_t pos, int timeout_ms) {

@@ -177,8 +177,11 @@ class WalLogger {
   bool WaitDurable(uint64_t pos, int timeout_ms);
 
  private:
-  bool Push(std::string_view rec, std::string* err);
+  // Append an encoded record (as parts when large: db/wal.h kind 7).
+  bool Push(std::string_view rec, std::string_view collection, std::string_view key, std::string* err);
+  bool PushOne(std::string_view rec, std::string* err);
   WalRing* ring_ = nullptr;
+  uint32_t index_ = 0;
   char* bytes_ = nullptr;
   uint64_t cap_ = 0;
   std::string buf_;

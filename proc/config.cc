@@ -249,8 +249,8 @@ const ParamSpec kParams[] = {
             "always (a write's reply waits until its record is on disk: group commit) | everysec | no | "
             "off (snapshots only, no WAL)"),
     INT_ROW("wal", ring_mb, wal_ring_mb, 1, 1024,
-            "each writing process's WAL ring in shared memory, MiB (rounded up to a power of two); the "
-            "largest record a write can log (a large hash or set logs only the fields written)"),
+            "each writing process's WAL ring in shared memory, MiB (rounded up to a power of two); a "
+            "record larger than a quarter of it is logged in parts (a large hash or set logs only the fields written)"),
     INT_ROW("wal", segment_mb, wal_segment_mb, 1, 65536, "WAL segment file size before a new one starts, MiB"),
     ParamSpec{"wal", "save", ParamType::kList,
               "snapshot rule SECONDS CHANGES (Redis save; repeat the line, any rule met starts one; "

@@ -9,6 +9,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -16,7 +17,7 @@ import unittest
 
 import redis
 
-from harness import Daemon, key_state, mi_fifo_raw, wait_for_path, wal_expire_records, wal_fields_records
+from harness import BIN, Daemon, key_state, mi_fifo_raw, wait_for_path, wal_expire_records, wal_fields_records
 from test_snapshot import kill9_all
 
 
@@ -104,6 +105,35 @@ class WalFields(unittest.TestCase):
         out = json.loads(mi_fifo_raw(d2.fifo, d2.workdir, json.dumps(req).encode()))
         self.assertEqual(out["result"]["updated"], 2, out)
         self.assertLess(r2.info("persistence")["wal_bytes_written"] - w1, 1024)
+
+    def test_a_single_write_larger_than_the_ring_is_logged_in_parts(self):
+        # ring_mb = 1: every write below logs a record of 2-3 MB. Before
+        # part records each was applied, then its connection closed with no
+        # reply (not acknowledged, and not logged: later fields records of
+        # the key built on a state without it).
+        d = self.daemon()
+        r = redis.Redis(port=d.port, socket_timeout=60)
+        self.fill(r, "big", 30000)
+        self.fill(r, "bigset", 30000, hash_=False)
+        many = {"g%d" % j: "w%d" % j + "z" * 200 for j in range(10000)}   # 2.1 MB of fields, one HSET
+        self.assertEqual(r.hset("big", mapping=many), 10000)               # a fields record, in parts
+        self.assertEqual(r.sadd("bigset", *["n%d" % j + "q" * 200 for j in range(10000)]), 10000)
+        self.assertTrue(r.set("blob", os.urandom(3 << 20)))                 # a 3 MiB put record
+        self.assertEqual(r.hset("fresh", mapping=many), 10000)             # makes the key: a whole record
+        r.hset("big", "after", "1")                                         # a small write after them
+        before = state(d.port)
+        kill9_all(d)
+        p = subprocess.run([BIN, "-W", self.dir + "/data"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        m = re.search(r"(\d+) joined from (\d+) part\(s\)", p.stdout)
+        self.assertTrue(m, p.stdout)
+        self.assertEqual(int(m.group(1)), 4, p.stdout)
+        self.assertGreaterEqual(int(m.group(2)), 4 * 4)  # 2-3 MB in parts of at most 256 KiB
+        d2 = self.daemon()
+        self.assertEqual(state(d2.port), before)
+        r2 = redis.Redis(port=d2.port)
+        self.assertEqual(r2.hlen("big"), 40001)
+        self.assertEqual(r2.scard("bigset"), 40000)
 
     def drained(self, r):
         """Wait until every ring is written into a segment (a kill -9 of the

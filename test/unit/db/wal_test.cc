@@ -127,11 +127,11 @@ TEST(WalRecord, ExpireRecordsRoundTripAndAnyOtherShapeIsDamage) {
     db::EncodeWalRecord(db::kWalExpire, "c", b.key, b.type, b.value, b.exp, 1, &rec);
     CHECK(db::DecodeWalRecord(rec, &r, &used, &err) == db::WalDecode::kBad);
   }
-  // A kind after it is unknown.
+  // A kind after the last one (7, part) is unknown.
   std::string next;
-  db::EncodeWalRecord(static_cast<db::WalKind>(7), "c", "k", cache::kTypeHash, {}, 0, 1, &next);
+  db::EncodeWalRecord(static_cast<db::WalKind>(8), "c", "k", cache::kTypeHash, {}, 0, 1, &next);
   CHECK(db::DecodeWalRecord(next, &r, &used, &err) == db::WalDecode::kBad);
-  CHECK(err.find("unknown record kind 7") != std::string::npos);
+  CHECK(err.find("unknown record kind 8") != std::string::npos);
 }
 
 TEST(WalRecord, EveryCutIsShortAndEveryFlippedByteIsCaught) {
@@ -170,6 +170,20 @@ TEST_GROUP(WalSegments) {
     std::string h = db::WalSegmentHeader(start);
     out.write(h.data(), static_cast<std::streamsize>(h.size()));
     out.write(body.data(), static_cast<std::streamsize>(body.size()));
+  }
+  // The keys of the records ReadWal hands out from `from`, in order.
+  std::vector<std::string> Keys(uint64_t from, bool repair, db::WalReadReport* rep) {
+    std::vector<std::string> keys;
+    std::string err;
+    CHECK(db::ReadWal(dir, from, repair, [&](uint64_t, const db::WalRecord& r) {
+      keys.push_back(r.entry.key);
+      return true;
+    }, rep, &err));
+    return keys;
+  }
+  void Fresh() {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directory(dir);
   }
 };
 
@@ -231,13 +245,8 @@ TEST(WalSegments, ADamagedRecordInTheMiddleIsSkippedNotCut) {
   std::string c = Record(db::kWalPut, "0", "c", "3", 3);
   b[b.size() - 2] = static_cast<char>(b[b.size() - 2] ^ 1);  // a bit flipped in b's body
   Segment(0, a + b + c);
-  std::vector<std::string> keys;
   db::WalReadReport rep;
-  std::string err;
-  CHECK(db::ReadWal(dir, 0, true, [&](uint64_t, const db::WalRecord& r) {
-    keys.push_back(r.entry.key);
-    return true;
-  }, &rep, &err));
+  std::vector<std::string> keys = Keys(0, true, &rep);
   LONGS_EQUAL(2, keys.size());  // a and c: the good record after the damage is kept
   STRCMP_EQUAL("c", keys[1].c_str());
   LONGS_EQUAL(1, rep.problems.size());
@@ -262,6 +271,155 @@ TEST(WalSegments, ADamagedHeaderSkipsOnlyThatSegment) {
   LONGS_EQUAL(1, n);
   LONGS_EQUAL(1, rep.problems.size());
   CHECK(rep.problems[0].find("header does not check") != std::string::npos);
+}
+
+// A record larger than a quarter of its ring is logged as parts (kind 7):
+// cut, each part a record of its own, joined again by the reader.
+namespace {
+
+std::vector<std::string> Parts(const std::string& whole, uint64_t writer, size_t piece) {
+  std::vector<std::string> out;
+  CHECK(db::EncodeWalParts(whole, writer, "c", "big", 7, piece, [&](std::string_view p) {
+    out.emplace_back(p);
+    return true;
+  }));
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& v, size_t from = 0, size_t to = SIZE_MAX) {
+  std::string s;
+  for (size_t i = from; i < v.size() && i < to; ++i) s += v[i];
+  return s;
+}
+
+}  // namespace
+
+TEST(WalSegments, ARecordInPartsIsJoinedAtItsLastPartAndInterleavesWithOthers) {
+  std::string big = Record(db::kWalPut, "c", "big", std::string(10000, 'x') + "end", 7);
+  std::string other = Record(db::kWalPut, "c", "big2", std::string(9000, 'y'), 8);
+  std::vector<std::string> a = Parts(big, 1, 1000), b = Parts(other, 2, 1000);
+  CHECK(a.size() >= 10);
+  for (const std::string& p : a) CHECK(p.size() <= 1000);
+  // Two writers' parts interleaved (rings merged in any order), a small
+  // record between them.
+  std::string small = Record(db::kWalPut, "c", "s", "1", 9);
+  std::string body;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i < a.size()) body += a[i];
+    if (i == 3) body += small;
+    if (i < b.size()) body += b[i];
+  }
+  Segment(0, body);
+  std::vector<std::pair<uint64_t, db::WalRecord>> got;
+  db::WalReadReport rep;
+  std::string err;
+  CHECK(db::ReadWal(dir, 0, false, [&](uint64_t pos, const db::WalRecord& r) {
+    got.emplace_back(pos, r);
+    return true;
+  }, &rep, &err));
+  LONGS_EQUAL(0, rep.problems.size());
+  LONGS_EQUAL(3, got.size());
+  LONGS_EQUAL(3, rep.records);
+  LONGS_EQUAL(2, rep.joined);
+  LONGS_EQUAL(a.size() + b.size(), rep.parts);
+  STRCMP_EQUAL("s", got[0].second.entry.key.c_str());
+  // Each whole record comes at the position of its last part, as it was.
+  for (auto& [pos, r] : got) {
+    if (r.entry.key == "s") continue;
+    const std::vector<std::string>& v = r.entry.key == "big" ? a : b;
+    std::string enc;
+    db::EncodeWalPut("c", r.entry, &enc);
+    CHECK(enc == (r.entry.key == "big" ? big : other));
+    LONGS_EQUAL(body.find(v.back()), pos);
+    LONGS_EQUAL(db::kWalPut, r.kind);
+  }
+}
+
+TEST(WalSegments, PartsWhoseLastNeverCameAreDroppedAndReported) {
+  std::string big = Record(db::kWalPut, "c", "big", std::string(5000, 'x'), 7);
+  std::vector<std::string> a = Parts(big, 1, 1000);
+  std::string after = Record(db::kWalPut, "c", "k", "v", 8);
+  // The writer died after three parts; its ring's next writer starts a
+  // record of its own (offset 0 again); the log ends mid-record.
+  std::string body = Join(a, 0, 3) + after + Join(a, 0, 2);
+  Segment(0, body);
+  db::WalReadReport rep;
+  std::vector<std::string> keys = Keys(0, true, &rep);
+  LONGS_EQUAL(1, keys.size());
+  STRCMP_EQUAL("k", keys[0].c_str());
+  LONGS_EQUAL(2, rep.unfinished);
+  LONGS_EQUAL(2, rep.problems.size());
+  CHECK(rep.problems[0].find("c/big") != std::string::npos);
+  CHECK(rep.problems[0].find("never got its last part") != std::string::npos);
+  LONGS_EQUAL(0, rep.torn_bytes);  // whole records: nothing cut
+  LONGS_EQUAL(db::kWalSegmentHeader + body.size(), std::filesystem::file_size(db::ListWalSegments(dir)[0].second));
+  // A part lost in the middle (damaged, skipped): the record is dropped.
+  Fresh();
+  Segment(0, Join(a, 0, 2) + Join(a, 3));
+  rep = {};
+  LONGS_EQUAL(0, Keys(0, false, &rep).size());
+  LONGS_EQUAL(1, rep.unfinished);
+}
+
+TEST(WalSegments, PartsBeforeTheStartPositionStillJoinOrAreCoveredByTheSnapshot) {
+  std::string big = Record(db::kWalPut, "c", "big", std::string(5000, 'x'), 7);
+  std::vector<std::string> a = Parts(big, 1, 1000);
+  std::string head = Join(a, 0, 2), tail = Join(a, 2);
+  // In one segment: replay from a position between the parts still joins
+  // them (the record's position is its last part's).
+  Segment(0, head + tail);
+  db::WalReadReport rep;
+  LONGS_EQUAL(1, Keys(head.size(), false, &rep).size());
+  LONGS_EQUAL(0, rep.problems.size());
+  LONGS_EQUAL(a.size() - 2, rep.parts);  // parts counted from `from` on
+  LONGS_EQUAL(1, rep.joined);
+  // Its first parts in a segment wholly before `from` (dropped or
+  // skipped): the rest is skipped quietly (the snapshot holds the write).
+  Fresh();
+  Segment(0, head);
+  Segment(head.size(), tail);
+  rep = {};
+  LONGS_EQUAL(0, Keys(head.size(), false, &rep).size());
+  LONGS_EQUAL(0, rep.problems.size());
+  LONGS_EQUAL(0, rep.unfinished);
+  rep = {};
+  LONGS_EQUAL(1, Keys(0, false, &rep).size());  // both segments: joined across them
+}
+
+TEST(WalRecord, PartsAreCheckedAndTooSmallAPieceIsRefused) {
+  std::string big = Record(db::kWalPut, "c", "big", std::string(3000, 'x'), 7);
+  std::vector<std::string> a = Parts(big, 3, 700);
+  db::WalRecord r;
+  size_t used = 0;
+  std::string err;
+  LONGS_EQUAL(static_cast<int>(db::WalDecode::kOk), static_cast<int>(db::DecodeWalRecord(a[1], &r, &used, &err)));
+  LONGS_EQUAL(db::kWalPart, r.kind);
+  db::WalPart p;
+  CHECK(db::DecodeWalPart(r, &p));
+  LONGS_EQUAL(3, p.writer);
+  LONGS_EQUAL(big.size(), p.total);
+  CHECK(p.offset > 0);
+  CHECK(big.compare(p.offset, p.piece.size(), p.piece) == 0);
+  // A part whose piece runs past the whole's length is damage.
+  std::string bad;
+  std::string v;
+  v += '\x03';
+  v += '\x0a';  // whole length 10
+  v += std::string(20, 'z');
+  db::EncodeWalRecord(db::kWalPart, "c", "big", 0, v, 0, 7, &bad);
+  LONGS_EQUAL(static_cast<int>(db::WalDecode::kBad), static_cast<int>(db::DecodeWalRecord(bad, &r, &used, &err)));
+  CHECK(err.find("part record") != std::string::npos);
+  // A piece too small to carry any of the record.
+  CHECK_FALSE(db::EncodeWalParts(big, 1, "c", "big", 7, 40, [](std::string_view) { return true; }));
+  // A key longer than 256 bytes is cut in the parts (reports only).
+  std::string longkey(1000, 'k');
+  std::string rec = Record(db::kWalPut, "c", longkey, std::string(3000, 'x'), 7);
+  CHECK(db::EncodeWalParts(rec, 1, "c", longkey, 7, 1200, [&](std::string_view part) {
+    CHECK(part.size() <= 1200);
+    CHECK(db::DecodeWalRecord(part, &r, &used, &err) == db::WalDecode::kOk);
+    LONGS_EQUAL(256, r.entry.key.size());
+    return true;
+  }));
 }
 
 // What replay relies on in the engine: an import keeps the source's

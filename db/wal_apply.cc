@@ -193,11 +193,15 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
   return true;
 }
 
+bool WalApplier::Outranked(const std::string& coll, const std::string& tk, uint64_t v) const {
+  auto ti = k_.tomb->find(tk);
+  auto fi = flushed_.find(coll);
+  return (ti != k_.tomb->end() && ti->second >= v) || (fi != flushed_.end() && fi->second >= v);
+}
+
 bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err) {
   const cache::Entry& e = r.entry;
-  auto ti = k_.tomb->find(tk);
-  auto fi = flushed_.find(r.collection);
-  if ((ti != k_.tomb->end() && ti->second >= e.version) || (fi != flushed_.end() && fi->second >= e.version)) {
+  if (Outranked(r.collection, tk, e.version)) {
     ++skipped;
     return true;
   }
@@ -242,9 +246,7 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
 bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err) {
   const cache::Entry& e = r.entry;
   const uint64_t v = e.version;
-  auto ti = k_.tomb->find(tk);
-  auto fi = flushed_.find(r.collection);
-  if ((ti != k_.tomb->end() && ti->second >= v) || (fi != flushed_.end() && fi->second >= v)) {
+  if (Outranked(r.collection, tk, v)) {
     ++skipped;
     return true;
   }
@@ -339,9 +341,7 @@ WalApplier::Side* WalApplier::Track(const cache::TableRef& t, const std::string&
 bool WalApplier::Expiry(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err) {
   const cache::Entry& e = r.entry;
   const uint64_t v = e.version;
-  auto ti = k_.tomb->find(tk);
-  auto fi = flushed_.find(r.collection);
-  if ((ti != k_.tomb->end() && ti->second >= v) || (fi != flushed_.end() && fi->second >= v)) {
+  if (Outranked(r.collection, tk, v)) {
     ++skipped;
     return true;
   }

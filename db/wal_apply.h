@@ -136,6 +136,9 @@ class WalApplier {
   // it from what the table holds. Null: the record is to be skipped.
   Side* Track(const cache::TableRef& t, const std::string& tk, const WalRecord& r);
   bool Gone(const cache::Entry& e) const;
+  // A key's tombstone or its collection's flush is at or above v: a state
+  // at v is older than the key's absence (skip the record).
+  bool Outranked(const std::string& coll, const std::string& tk, uint64_t v) const;
   // A tracked key's whole state at version v (put == nullptr: absent).
   bool Whole(const cache::TableRef& t, std::string_view key, Side* sd, const cache::Entry* put, uint64_t v,
              std::string* err);

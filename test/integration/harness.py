@@ -426,6 +426,23 @@ def key_state(port, db=0, expiry="flag"):
     return out
 
 
+def fill_numbered(r, n, width=1000):
+    """SET k:0 .. k:n-1, each to "<i>:" and `width` x's, pipelined 1,000 at a time."""
+    p = r.pipeline(transaction=False)
+    for i in range(n):
+        p.set("k:%d" % i, "%d:" % i + "x" * width)
+        if i % 1000 == 999:
+            p.execute()
+    p.execute()
+
+
+def numbered_wrong(r, width=1000):
+    """The keys fill_numbered made that hold another value now (a key
+    that is gone is not counted here)."""
+    return [k for k in r.scan_iter(count=1000)
+            if r.get(k) != b"%d:" % int(k.split(b":")[1]) + b"x" * width]
+
+
 def wal_fields_records(data):
     """How many fields records (kind 5) the WAL segments in `data` hold,
     by `perfcached -W`."""

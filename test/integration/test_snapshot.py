@@ -14,7 +14,7 @@ import unittest
 
 import redis
 
-from harness import BIN, Daemon, children
+from harness import BIN, Daemon, children, fill_numbered, numbered_wrong
 
 
 def kill9_all(d):
@@ -151,12 +151,7 @@ class Snapshots(unittest.TestCase):
         # policy evicts, says how many, and what stays is right.
         d = self.daemon(arena_mb=128)
         r = redis.Redis(port=d.port)
-        p = r.pipeline(transaction=False)
-        for i in range(60000):
-            p.set("k:%d" % i, "%d:" % i + "x" * 1000)
-            if i % 1000 == 999:
-                p.execute()
-        p.execute()
+        fill_numbered(r, 60000)
         r.save()
         d.stop()
         p = subprocess.run([BIN, "-D", "-o", "listen.resp=127.0.0.1:0", "-o", "mi.fifo_name=",
@@ -174,9 +169,7 @@ class Snapshots(unittest.TestCase):
         m = re.search(r"(\d+) key\(s\) evicted by the policy to fit", d2.read_log())
         self.assertTrue(m, d2.read_log()[-2000:])
         self.assertEqual(int(m.group(1)), 60000 - n)
-        for k in r2.scan_iter(count=1000):
-            i = int(k.split(b":")[1])
-            self.assertEqual(r2.get(k), b"%d:" % i + b"x" * 1000)
+        self.assertEqual(numbered_wrong(r2), [])
 
     def test_save_rule_and_shutdown_snapshot(self):
         d = Daemon(overrides=["wal.dir=%s/data" % self.dir, "wal.save=1 3", "wal.fsync=off"])

@@ -57,27 +57,41 @@ bool ReadFile(const std::string& path, std::string* out, std::string* err) {
 // after another, and nothing else in between).
 class Joiner {
  public:
-  // The record `r` (a part read at `pos`) completes, or nullptr.
-  const WalRecord* Add(uint64_t pos, const WalRecord& r, const std::string& path, size_t off,
+  explicit Joiner(uint64_t from) : from_(from) {}
+  // The record `r` (a part read at `pos`) completes, or nullptr. avail:
+  // the bytes of the log after this part (bounds what is reserved).
+  const WalRecord* Add(uint64_t pos, const WalRecord& r, const std::string& path, size_t off, uint64_t avail,
                        WalReadReport* rep) {
     WalPart p;
     if (!DecodeWalPart(r, &p)) return nullptr;  // DecodeWalRecord checked it
     auto it = open_.find(p.writer);
-    if (p.offset == 0) {
+    bool same = it != open_.end() && it->second.total == p.total && it->second.version == r.entry.version &&
+                it->second.collection == r.collection;
+    if (p.offset == 0 && !same) {
       if (it != open_.end()) Unfinished(it->second, rep);
       it = open_.insert_or_assign(p.writer, Open{}).first;
-      it->second.total = p.total;
-      it->second.first_pos = pos;
-      it->second.what = r.collection + "/" + r.entry.key;
+      Open& o = it->second;
+      o.total = p.total;
+      o.version = r.entry.version;
+      o.first_pos = pos;
+      o.collection = r.collection;
+      o.key = r.entry.key;
+      o.bytes.reserve(static_cast<size_t>(std::min<uint64_t>(p.total, p.piece.size() + avail)));
     } else if (it == open_.end()) {
       return nullptr;  // its first parts lie before the segments read (or were lost, reported)
-    } else if (it->second.bytes.size() != p.offset || it->second.total != p.total) {
-      Unfinished(it->second, rep);
+    } else if (!same || p.offset > it->second.bytes.size()) {
+      Unfinished(it->second, rep);  // a part missing (lost to damage, reported), or another record's
       open_.erase(it);
       return nullptr;
     }
     Open& o = it->second;
+    // A part at an offset already joined was written again: a WAL process
+    // killed after writing a batch and before moving the rings' tails, and
+    // the next one wrote the batch again. Join from there on again (the
+    // whole record's checksum still checks the result).
+    o.bytes.resize(static_cast<size_t>(p.offset));
     o.bytes.append(p.piece);
+    o.last_pos = pos;
     if (o.bytes.size() < o.total) return nullptr;
     size_t used = 0;
     std::string why;
@@ -85,7 +99,7 @@ class Joiner {
     bool ok = d == WalDecode::kOk && used == o.bytes.size() && whole_.kind != kWalPart;
     if (!ok) {
       rep->problems.push_back(path + " offset " + std::to_string(off) + ": the record joined from the parts of " +
-                              o.what + " does not check (" + (why.empty() ? "its length" : why) +
+                              Name(o) + " does not check (" + (why.empty() ? "its length" : why) +
                               "): skipped (one record lost)");
     }
     open_.erase(it);
@@ -99,17 +113,26 @@ class Joiner {
 
  private:
   struct Open {
-    uint64_t total = 0, first_pos = 0;
-    std::string bytes, what;
+    uint64_t total = 0, version = 0, first_pos = 0, last_pos = 0;
+    std::string bytes, collection, key;
   };
-  static void Unfinished(const Open& o, WalReadReport* rep) {
+  static std::string Name(const Open& o) {
+    std::string k;
+    for (char ch : o.key.substr(0, 64)) k += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+    return "collection " + o.collection + " key " + k + (o.key.size() > 64 ? "..." : "");
+  }
+  // Reported only when a part of it lies at or after `from`: one wholly
+  // before (a write refused part-way before the snapshot) is old news.
+  void Unfinished(const Open& o, WalReadReport* rep) const {
+    if (o.last_pos < from_) return;
     ++rep->unfinished;
-    rep->problems.push_back("a record of " + o.what + " in parts from position " + std::to_string(o.first_pos) +
+    rep->problems.push_back("a record of " + Name(o) + " in parts from position " + std::to_string(o.first_pos) +
                             " never got its last part (" + std::to_string(o.bytes.size()) + " of " +
                             std::to_string(o.total) +
                             " bytes: the log ends or its writer stopped mid-record; under fsync = always "
                             "its write was not acknowledged): dropped");
   }
+  uint64_t from_;
   std::map<uint64_t, Open> open_;
   WalRecord whole_;
 };
@@ -298,7 +321,14 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
   auto segs = ListWalSegments(dir);
   std::string data;
   WalRecord r;
-  Joiner join;
+  Joiner join(from);
+  // later[i]: the bytes of the segments after segment i (what a record in
+  // parts can still find: Joiner reserves no more).
+  std::vector<uint64_t> later(segs.size() + 1, 0);
+  for (size_t i = segs.size(); i-- > 0;) {
+    struct stat st {};
+    later[i] = later[i + 1] + (stat(segs[i].second.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0);
+  }
   for (size_t i = 0; i < segs.size(); ++i) {
     const auto& [start, path] = segs[i];
     if (i + 1 < segs.size() && segs[i + 1].first <= from) continue;  // wholly before `from`
@@ -352,7 +382,7 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
       const WalRecord* out = &r;
       if (r.kind == kWalPart) {
         if (pos >= from) ++rep->parts;
-        out = join.Add(pos, r, path, off - used, rep);
+        out = join.Add(pos, r, path, off - used, data.size() - off + later[i + 1], rep);
       }
       if (pos < from) continue;
       rep->bytes += used;

@@ -59,8 +59,13 @@
 //                     record, at the position of its last piece (ReadWal);
 //                     pieces whose last one never came (the writer died
 //                     mid-record: the write was not acknowledged) are
-//                     dropped and reported. A reader older than this kind
-//                     skips each piece as a damaged record.
+//                     dropped and reported. A part written twice (a WAL
+//                     process killed between writing a batch and moving the
+//                     ring's tail: the next one writes it again) is joined
+//                     from its offset again. A reader older than this kind
+//                     takes a part as damage, and parts come in runs: it
+//                     cuts the segment at the first (docs/persistence.md
+//                     "Going back to an older version").
 //
 // A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
 // 32-byte header, then records. Positions count record bytes across
@@ -108,8 +113,8 @@ using WalFieldChanges = cache::FieldChanges;
 void EncodeWalFields(std::string_view collection, std::string_view key, uint8_t type, int64_t expire_ms,
                      uint64_t version, const WalFieldChanges& changes, std::string* out);
 // A record longer than `piece` bytes cut into part records (kind 7) of at
-// most `piece` bytes of it each, appended to *out one by one: fn(part)
-// receives each encoded part (it may clear *out). writer: the ring index.
+// most `piece` bytes each: fn(part) receives each encoded part in order,
+// and returns false to stop. writer: the ring index.
 // False when the record cannot be read back whole (longer than
 // kWalMaxBody) or piece leaves no room for the data.
 bool EncodeWalParts(std::string_view whole, uint64_t writer, std::string_view collection, std::string_view key,

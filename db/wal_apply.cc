@@ -148,7 +148,7 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
     case kWalPut: return Put(t, tk_, r, err);
     case kWalFields: return Fields(t, tk_, r, err);
     case kWalExpire: return Expiry(t, tk_, r, err);
-    case kWalPart: return true;
+    case kWalPart: return true;  // not reached (above)
     case kWalTombstone: {
       if (auto it = side_.find(tk_); it != side_.end()) return Whole(t, r.entry.key, &it->second, nullptr,
                                                                      r.entry.version, err);

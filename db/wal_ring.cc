@@ -245,11 +245,14 @@ bool WalLogger::Push(std::string_view rec, std::string_view collection, std::str
   // A record larger than a quarter of the ring goes in as parts (kind 7,
   // db/wal.h), each appended once there is room for it: it never needs the
   // whole ring, and the WAL process drains the first parts while the rest
-  // wait. The reply waits for the last one like for any record.
+  // wait. The reply waits for the last one like for any record. The parts
+  // share one 10 s bound on waiting, as one record has (the worker's loop
+  // waits meanwhile: the supervisor's watchdog must not see it stall).
   size_t piece = static_cast<size_t>(cap_ / 4);
-  if (rec.size() <= piece) return PushOne(rec, err);
+  int64_t deadline = 0;
+  if (rec.size() <= piece) return PushOne(rec, &deadline, err);
   if (!EncodeWalParts(rec, index_, collection, key, pending_version_, piece,
-                      [&](std::string_view part) { return PushOne(part, err); })) {
+                      [&](std::string_view part) { return PushOne(part, &deadline, err); })) {
     if (err->empty()) {
       *err = "a record of " + std::to_string(rec.size()) + " bytes is larger than the WAL can read back";
     }
@@ -258,27 +261,26 @@ bool WalLogger::Push(std::string_view rec, std::string_view collection, std::str
   return true;
 }
 
-bool WalLogger::PushOne(std::string_view rec, std::string* err) {
+bool WalLogger::PushOne(std::string_view rec, int64_t* deadline, std::string* err) {
   if (rec.size() > cap_) {
     *err = "a record of " + std::to_string(rec.size()) + " bytes does not fit the WAL ring (" +
            std::to_string(cap_ >> 20) + " MiB: raise [wal] ring_mb)";
     return false;
   }
   uint64_t head = ring_->head.load(std::memory_order_relaxed);
-  int64_t deadline = 0;
   while (cap_ - (head - ring_->tail.load(std::memory_order_acquire)) < rec.size()) {
     if (g_wal->failed_errno.load(std::memory_order_relaxed) != 0) {
       *err = std::string("the WAL cannot be written: ") + std::strerror(g_wal->failed_errno.load());
       return false;  // no room will come soon: do not hold the loop
     }
-    if (deadline == 0) {
-      deadline = MonoMs() + 10000;
+    if (*deadline == 0) {
+      *deadline = MonoMs() + 10000;
       Bump(ring_->waits);
     }
     uint64_t one = 1;
     ssize_t n = write(g_wal->wake_fd, &one, sizeof one);
     (void)n;
-    if (MonoMs() >= deadline) {
+    if (MonoMs() >= *deadline) {
       *err = "the WAL ring stayed full for 10 s (is the WAL process running? the disk?)";
       return false;
     }

@@ -20,7 +20,10 @@
 //             64 max_version u64 (the largest version it logged) | 72 pad
 //
 // A producer copies a record in, then publishes head (release): a
-// producer killed in between leaves nothing half visible. The consumer
+// producer killed in between leaves nothing half visible. (A record too
+// large for a quarter of the ring goes in as part records, each published
+// so: one killed between parts leaves the first ones, which the reader
+// drops as a record that never got its last part: db/wal.h kind 7.) The consumer
 // publishes tail only once the bytes are in a segment file, and durable
 // only once they are fsynced (always: every batch; everysec: once a
 // second; no: never — durable = tail). A write whose record cannot get
@@ -179,7 +182,8 @@ class WalLogger {
  private:
   // Append an encoded record (as parts when large: db/wal.h kind 7).
   bool Push(std::string_view rec, std::string_view collection, std::string_view key, std::string* err);
-  bool PushOne(std::string_view rec, std::string* err);
+  // deadline: when waiting for room ends (0: set at the first wait).
+  bool PushOne(std::string_view rec, int64_t* deadline, std::string* err);
   WalRing* ring_ = nullptr;
   uint32_t index_ = 0;
   char* bytes_ = nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cache/dict.h"
 #include "cache/internal.h"
 #include "cache/record.h"
 #include "cache/table.h"
@@ -144,12 +145,12 @@ void CountMoved(mem::Arena& a, Off fresh) {
   if (cls < mem::kNumClasses) mem::PoolAt(a, cls)->moved.fetch_add(1, std::memory_order_relaxed);
 }
 // A copy of cell `cell` (a record or an overflow node) in a new cell of its
-// class outside every marked page; 0 when it is not in a marked page or no
-// cell could be had.
-Off MoveCell(Ctx& c, Off cell, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+// class outside every marked page; 0 when no cell could be had (or the
+// cell is a large object's: those are not moved).
+Off CopyCell(Ctx& c, Off cell, std::vector<Off>* spare) {
   mem::Arena& a = c.arena;
   uint8_t cls = mem::CellClass(a, cell);
-  if (cls >= mem::kNumClasses || !draining_cls[cls] || !mem::CellDraining(a, cell, cls)) return 0;
+  if (cls >= mem::kNumClasses) return 0;
   Off fresh = 0;
   for (int tries = 0; tries < 4 && fresh == 0; ++tries) {
     Off got;
@@ -165,6 +166,14 @@ Off MoveCell(Ctx& c, Off cell, const std::vector<uint8_t>& draining_cls, std::ve
   return fresh;
 }
 
+// CopyCell of a cell in a marked page; 0 for any other.
+Off MoveCell(Ctx& c, Off cell, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+  mem::Arena& a = c.arena;
+  uint8_t cls = mem::CellClass(a, cell);
+  if (cls >= mem::kNumClasses || !draining_cls[cls] || !mem::CellDraining(a, cell, cls)) return 0;
+  return CopyCell(c, cell, spare);
+}
+
 // A record's copy (MoveCell) with the next version.
 Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
   Off fresh = MoveCell(c, rec, draining_cls, spare);
@@ -175,12 +184,87 @@ Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vec
   return fresh;
 }
 
+// ---- the tries of hashes and sets ----
+// A tree-encoded hash or set (cache/dict.h) is a record naming a trie of
+// immutable cells that readers walk with no lock, checking the record's
+// version after. A trie with a cell in a marked page is copied whole into
+// unmarked cells, and a new record naming the copy, with the next version,
+// replaces the old one like any moved record (a write to the key does the
+// same with the path it changes). The old record and its trie are freed
+// after the unlock: a reader that walked them fails its version check.
+
+// The 16-byte tree value of record `rec`, or empty (not a hash or set, or
+// a small one: its entries live in the record). With no lock the read may
+// be torn; it only decides whether the bucket is worth locking.
+std::string TreeValueOf(const mem::Arena& a, Off rec) {
+  size_t bound = mem::CellBound(a, rec);
+  if (rec == 0 || bound < kRecHdr) return {};
+  RecView v{const_cast<char*>(a.At(rec))};
+  uint8_t t = v.type();
+  if (t != kTypeHash && t != kTypeSet) return {};
+  size_t kl = v.klen(), vl = v.vlen(), off = ValueOffset(t, kl);
+  if (vl != kTreeValue || off > bound || vl > bound - off) return {};
+  std::string out(vl, '\0');
+  mem::AtomicCopyOut(out.data(), v.value(t, kl), vl);
+  return IsTreeValue(t, out) ? out : std::string{};
+}
+
+// Does the trie of tree value `val` have a cell in a marked page?
+bool TrieDraining(const Ctx& c, std::string_view val, const std::vector<uint8_t>& draining_cls) {
+  bool hit = false;
+  std::string err;
+  uint64_t entries = 0;
+  (void)WalkDictCells(c, val, [&](Off cell) {
+    if (hit) return;
+    uint8_t cls = mem::CellClass(c.arena, cell);
+    hit = cls < mem::kNumClasses && draining_cls[cls] && mem::CellDraining(c.arena, cell, cls);
+  }, &err, &entries);
+  return hit;
+}
+
+// Under the lock of whatever links `rec`: when its trie has a cell in a
+// marked page, a new record (next version) naming a copy of the trie made
+// outside every marked page; else 0 (also when no cells could be had, or
+// the copy met a marked page: a later pass tries again).
+Off MoveTrie(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+  mem::Arena& a = c.arena;
+  std::string val = TreeValueOf(a, rec);
+  if (val.empty() || !TrieDraining(c, val, draining_cls)) return 0;
+  // Cells this process freed sit on its private stack, maybe in marked
+  // pages: give them back, so the copy takes cells of unmarked pages.
+  c.alloc.FlushToGlobal();
+  std::string copy;
+  if (CloneTreeValue(c, val, &copy) != Status::kOk) return 0;
+  PC_CRASH_POINT();
+  Off fresh = TrieDraining(c, copy, draining_cls) ? 0 : CopyCell(c, rec, spare);
+  if (fresh == 0) {
+    FreeTreeValue(c, copy);
+    c.alloc.FlushToGlobal();
+    return 0;
+  }
+  RecView v{a.At(fresh)};
+  std::memcpy(v.value(v.type(), v.klen()), copy.data(), kTreeValue);  // private until swapped in
+  if (!PC_CANARY(20)) v.set_meta(v.expire(), NextVersion(v.version()));
+  PC_CRASH_POINT();
+  return fresh;
+}
+
+// Free what the moves left behind, after the unlock: old records (their
+// copies share everything else) and old tries with their records.
+void FreeMoved(Ctx& c, std::vector<Off>* records, std::vector<Off>* tries) {
+  for (Off old : *records) mem::FreeGlobal(c.arena, old);
+  for (Off old : *tries) FreeValue(c, old);
+  if (!tries->empty()) c.alloc.FlushToGlobal();  // the trie cells went to our private stack
+  records->clear();
+  tries->clear();
+}
+
 }  // namespace
 
 uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t* walked) {
   mem::Arena& a = c.arena;
   uint64_t moved = 0;
-  std::vector<Off> spare;
+  std::vector<Off> spare, dead_tries, spare_tries;
   uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
   for (; bucket_ < nb && *walked < budget; ++bucket_, ++*walked) {
     Bucket* b = BucketAt(a, h, bucket_);
@@ -192,14 +276,22 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
       Off rec = SlotAt(*b, static_cast<int>(i));
       uint8_t cls = mem::CellClass(a, rec);
       any = cls < mem::kNumClasses && draining_cls_[cls] && mem::CellDraining(a, rec, cls);
+      if (!any) {
+        std::string tv = TreeValueOf(a, rec);
+        any = !tv.empty() && TrieDraining(c, tv, draining_cls_);
+      }
     }
     if (!any) continue;
     LockBucket(c, h, bucket_, *b);
     used = UsedOf(*b);
     Off fresh[kLive] = {};
+    bool trie[kLive] = {};
     bool changed = false;
     for (uint32_t i = 0; i < used; ++i) {
-      fresh[i] = MoveCopy(c, SlotAt(*b, static_cast<int>(i)), draining_cls_, &spare);
+      Off rec = SlotAt(*b, static_cast<int>(i));
+      fresh[i] = MoveTrie(c, rec, draining_cls_, &spare);
+      trie[i] = fresh[i] != 0;
+      if (!trie[i]) fresh[i] = MoveCopy(c, rec, draining_cls_, &spare);
       changed |= fresh[i] != 0;
     }
     if (changed) {
@@ -209,24 +301,22 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
         if (!CanReplaceSlot(*b, static_cast<int>(i), fresh[i])) {
           // A full bucket, and the copy landed in another 32 GiB: left for
           // a later pass (bucket.h ReplaceSlot).
-          spare.push_back(fresh[i]);
+          (trie[i] ? spare_tries : spare).push_back(fresh[i]);
           continue;
         }
         Off old = SlotAt(*b, static_cast<int>(i));
         ReplaceSlot(*b, static_cast<int>(i), fresh[i]);
         CountMoved(a, fresh[i]);
         PC_CRASH_POINT();
-        c.dead.push_back(old);
+        (trie[i] ? dead_tries : c.dead).push_back(old);
       }
       if (!PC_CANARY(12)) WriteEnd(*b);
     }
     mem::Unlock(b->lock);
     // After the unlock, as a SET frees the record it replaced.
-    for (Off old : c.dead) mem::FreeGlobal(a, old);
-    moved += c.dead.size();
-    c.dead.clear();
-    for (Off s : spare) mem::FreeGlobal(a, s);
-    spare.clear();
+    moved += c.dead.size() + dead_tries.size();
+    FreeMoved(c, &c.dead, &dead_tries);
+    FreeMoved(c, &spare, &spare_tries);
   }
   if (bucket_ < nb || h.ovf.count.load(std::memory_order_acquire) == 0) return moved;
   // The overflow table: small, walked whole under its lock. Its records
@@ -235,6 +325,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
   LockOverflow(c, h);
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   std::vector<std::pair<Off, Off>> swaps;  // node, new record
+  std::vector<bool> swap_trie;             // ... naming a copy of its trie (MoveTrie)
   std::vector<std::pair<Off, Off>> nodes;  // node, its copy (sorted by node below)
   std::vector<uint32_t> chains;            // the chains with a node to move
   for (uint32_t i = 0; i < kOvfHeads; ++i) {
@@ -242,8 +333,14 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     size_t moving = nodes.size();
     for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
          node = mem::LoadOff(a.At(node) + kNodeNext)) {
-      Off fresh = MoveCopy(c, mem::LoadOff(a.At(node) + kNodeRec), draining_cls_, &spare);
-      if (fresh) swaps.emplace_back(node, fresh);
+      Off rec = mem::LoadOff(a.At(node) + kNodeRec);
+      Off fresh = MoveTrie(c, rec, draining_cls_, &spare);
+      bool tr = fresh != 0;
+      if (!tr) fresh = MoveCopy(c, rec, draining_cls_, &spare);
+      if (fresh) {
+        swaps.emplace_back(node, fresh);
+        swap_trie.push_back(tr);
+      }
       if (Off copy = MoveCell(c, node, draining_cls_, &spare)) nodes.emplace_back(node, copy);
     }
     if (nodes.size() > moving) chains.push_back(i);
@@ -251,8 +348,9 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
   if (!swaps.empty() || !nodes.empty()) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    for (const auto& [node, fresh] : swaps) {
-      c.dead.push_back(mem::LoadOff(a.At(node) + kNodeRec));
+    for (size_t k = 0; k < swaps.size(); ++k) {
+      const auto& [node, fresh] = swaps[k];
+      (swap_trie[k] ? dead_tries : c.dead).push_back(mem::LoadOff(a.At(node) + kNodeRec));
       mem::StoreOff(a.At(node) + kNodeRec, fresh);
       CountMoved(a, fresh);
       PC_CRASH_POINT();
@@ -291,10 +389,9 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     }
   }
   mem::Unlock(h.ovf.lock);
-  for (Off old : c.dead) mem::FreeGlobal(a, old);
-  moved += c.dead.size();
-  c.dead.clear();
-  for (Off s : spare) mem::FreeGlobal(a, s);
+  moved += c.dead.size() + dead_tries.size();
+  FreeMoved(c, &c.dead, &dead_tries);
+  FreeMoved(c, &spare, &spare_tries);
   return moved;
 }
 

@@ -24,7 +24,11 @@
 //          freed: optimistic writers (aggregates, INCR on a string) compare
 //          versions, and an unchanged version promises that no cell they
 //          read was freed (record.h). Records in the overflow table move
-//          the same way under its lock.
+//          the same way under its lock. A hash or set whose trie has a
+//          cell in a marked page gets a whole copy of its trie outside
+//          the marked pages and a new record naming it (next version),
+//          swapped in the same way; the old trie is freed after the
+//          unlock, as a write to the key frees the cells it replaced.
 //   end    the marks are cleared; pages whose cells all went were given
 //          back to their group as they came free, from there to any class.
 //
@@ -32,8 +36,8 @@
 // the swap) or the old one (after it), exactly like a SET killed there; it
 // never leaves a slot pointing at a freed cell. Marks it leaves are cleared
 // by the next mover (mem::ClearDrainMarks). Cells a process had claimed
-// or keeps on its private stack, and the inner cells of hashes and sets,
-// are not moved: a page holding them drains in a later pass, or never.
+// or keeps on its private stack are not moved: a page holding them drains
+// in a later pass, or never.
 //
 // One mover at a time: the timer process (proc/daemon.cc) runs it.
 

@@ -28,7 +28,6 @@ constexpr size_t kOffKind = 1, kOffBitmap = 4, kOffLeaf = 8, kOffCount = 16;
 constexpr size_t kEntFlen = 4, kEntVlen = 8;
 constexpr int kLeafDepth = 12;               // 60 bits of hash, then a collision node
 constexpr uint32_t kMaxCollide = 4096;       // bound on a collision node (cell size)
-constexpr size_t kTreeValue = 16;
 constexpr uint64_t kFieldSeedMix = 0x5DEECE66DA3B2F1Full;
 
 inline uint32_t Digit(uint64_t h, int depth) { return static_cast<uint32_t>(h >> (5 * depth)) & 31; }

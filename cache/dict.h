@@ -213,6 +213,7 @@ class Dict {
 // Copies of aggregate keys (RENAME across tables, COPY, MOVE: key_ops.cc).
 // A tree-encoded value names shared cells, so a second key needs its own.
 bool IsTreeValue(uint8_t type, std::string_view value);
+inline constexpr size_t kTreeValue = 16;  // a tree value's bytes in its record
 // Deep copy of a tree value into private cells: kOk and *out = the new
 // 16-byte value; kVersion when a read was torn (the source key changed:
 // read it again); kNoMem. The caller validates the source's version after.

@@ -697,6 +697,33 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
     };
     thin_and_move("am:", 600, 500);  // records of one size
     thin_and_move("an:", 9000, 1);   // enough nodes that their class has several pages
+    // the tries of hashes: 4 hashes of 400 fields of 150 bytes, three
+    // fields in four removed, then a pass copies each trie out of the
+    // marked pages (the copy, the record naming it, the swap, the old
+    // trie freed after the unlock); FLUSHDB below removes them
+    {
+      for (int h = 0; h < 4; ++h) {
+        std::vector<std::string> st;
+        for (int i = 0; i < 400; ++i) st.push_back(Fld(i)), st.push_back(FVal(i + h, 150));
+        std::vector<std::string_view> fv(st.begin(), st.end());
+        uint64_t n;
+        (void)cache::HSet(c, tt, "tm:" + std::to_string(h), fv, &n);
+      }
+      for (int h = 0; h < 4; ++h) {
+        std::vector<std::string> gone;
+        for (int i = 0; i < 400; ++i) {
+          if (i % 4 != 0) gone.push_back(Fld(i));
+        }
+        std::vector<std::string_view> gv(gone.begin(), gone.end());
+        uint64_t n;
+        (void)cache::HDel(c, tt, "tm:" + std::to_string(h), gv, &n);
+      }
+      c.alloc.FlushToGlobal();
+      cache::Automover mover;
+      if (mover.Start(c, /*force=*/true)) {
+        for (int i = 0; i < 100 && mover.active(); ++i) (void)mover.Step(c, 1u << 20);
+      }
+    }
     // FLUSHDB and the drop free tries too: a trie hash and a trie set here
     auto tries = [&] {
       std::vector<std::string> st;

@@ -911,6 +911,55 @@ class Automove(unittest.TestCase):
         self.assertTrue(chk["clean"], chk)
         r.close()
 
+    def thin_hashes(self, r, fields=100):
+        """HSETs of `fields` fields of 1000 bytes, a hash after another, to
+        -OOM; then three fields in four deleted from each. Returns the
+        number of hashes."""
+        n = 0
+        while n < 5000:
+            try:
+                r.hset(b"h:%d" % n, mapping={b"f%d" % j: value(j + n, LARGE) for j in range(fields)})
+            except redis.ResponseError as e:
+                self.assertIn("OOM", str(e))
+                break
+            n += 1
+        self.assertLess(n, 5000)
+        # An HDEL copies the path it changes: on a full arena it needs a
+        # few cells, so the last hashes go whole first (DEL needs none).
+        r.delete(*[b"h:%d" % h for h in range(n - 20, n)])
+        n -= 20
+        p = r.pipeline(transaction=False)
+        for h in range(n):
+            p.hdel(b"h:%d" % h, *[b"f%d" % j for j in range(fields) if j % 4 != 0])
+        p.execute()
+        return n
+
+    def test_thinned_hashes_serve_another_size(self):
+        # The same with the 1000-byte values inside large hashes: the entries
+        # are cells of the hashes' tries, which automove copies out of the
+        # sparse pages (session 20; before, such pages never came free).
+        runs = {}
+        for mode in ("no", "yes"):
+            d, r = self.start(["memory.automove=" + mode])
+            n = self.thin_hashes(r)
+            runs[mode] = (n, self.small_fill(d, 1 if mode == "no" else 6), mi_call(d, "perf_automove"))
+            for h in range(0, n, 7):
+                got = r.hgetall(b"h:%d" % h)
+                self.assertEqual(len(got), 25)
+                for j in range(0, 100, 4):
+                    self.assertEqual(got[b"f%d" % j], value(j + h, LARGE))
+            self.assertTrue(mi_call(d, "perf_check")["clean"])
+            r.close()
+            self.stop_daemon(d)
+        (n0, without, st0), (n1, with_am, st1) = runs["no"], runs["yes"]
+        msg = ("%d / %d hashes of 100 fields of 1000 bytes thinned to 25 fields: 100-byte values stored "
+               "%d without automove, %d with it (%d records moved, %d pages freed)" %
+               (n0, n1, without, with_am, st1["moved"], st1["pages_freed"]))
+        print("\n  " + msg)
+        self.assertEqual(st0["moved"], 0, msg)
+        self.assertGreater(st1["moved"], n1 // 2, msg)
+        self.assertGreater(with_am, 1.5 * without, msg)
+
     def test_mi_perf_automove_settings_and_errors(self):
         d, r = self.start(["memory.automove=no"])
         self.assertEqual(mi_call(d, "perf_automove")["enabled"], "no")

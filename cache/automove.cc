@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "cache/dict.h"
 #include "cache/internal.h"
@@ -187,15 +189,17 @@ Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vec
 // ---- the tries of hashes and sets ----
 // A tree-encoded hash or set (cache/dict.h) is a record naming a trie of
 // immutable cells that readers walk with no lock, checking the record's
-// version after. A trie with a cell in a marked page is copied whole into
-// unmarked cells, and a new record naming the copy, with the next version,
-// replaces the old one like any moved record (a write to the key does the
-// same with the path it changes). The old record and its trie are freed
-// after the unlock: a reader that walked them fails its version check.
+// version after. A trie with cells in marked pages is path-copied, as a
+// write to the key copies the path it changes: each such cell and every
+// node above one get fresh cells outside the marked pages, the rest is
+// shared, and a new record naming the new root, with the next version,
+// replaces the old one like any moved record. The cells the copy replaced
+// are freed after the unlock: a reader that walked them fails its version
+// check, as after a write.
 
 // The 16-byte tree value of record `rec`, or empty (not a hash or set, or
 // a small one: its entries live in the record). With no lock the read may
-// be torn; it only decides whether the bucket is worth locking.
+// be torn; the look that uses it only guides the copy made under the lock.
 std::string TreeValueOf(const mem::Arena& a, Off rec) {
   size_t bound = mem::CellBound(a, rec);
   if (rec == 0 || bound < kRecHdr) return {};
@@ -209,54 +213,96 @@ std::string TreeValueOf(const mem::Arena& a, Off rec) {
   return IsTreeValue(t, out) ? out : std::string{};
 }
 
-// Does the trie of tree value `val` have a cell in a marked page?
-bool TrieDraining(const Ctx& c, std::string_view val, const std::vector<uint8_t>& draining_cls) {
-  bool hit = false;
-  std::string err;
-  uint64_t entries = 0;
-  (void)WalkDictCells(c, val, [&](Off cell) {
-    if (hit) return;
-    uint8_t cls = mem::CellClass(c.arena, cell);
-    hit = cls < mem::kNumClasses && draining_cls[cls] && mem::CellDraining(c.arena, cell, cls);
-  }, &err, &entries);
-  return hit;
+bool InMarkedPage(const mem::Arena& a, Off cell, const std::vector<uint8_t>& draining_cls) {
+  uint8_t cls = mem::CellClass(a, cell);
+  return cls < mem::kNumClasses && draining_cls[cls] && mem::CellDraining(a, cell, cls);
 }
 
-// Under the lock of whatever links `rec`: when its trie has a cell in a
-// marked page, a new record (next version) naming a copy of the trie made
-// outside every marked page; else 0 (also when no cells could be had, or
-// the copy met a marked page: a later pass tries again).
-Off MoveTrie(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
+// The look, with no lock: the cells of rec's trie in marked pages and the
+// nodes above them. False when there are none (or the look was torn).
+bool LookAtTrie(const Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::unordered_set<Off>* path) {
+  std::string val = TreeValueOf(c.arena, rec);
+  if (val.empty()) return false;
+  uint64_t count = 0;
+  std::memcpy(&count, val.data() + 8, 8);
+  // A trie of n entries has fewer than n nodes; a torn count stays bounded.
+  uint64_t max_cells = 2 * std::min<uint64_t>(count, uint64_t{1} << 32) + 64;
+  return FindTreeCells(c, val, [&](Off cell) { return InMarkedPage(c.arena, cell, draining_cls); }, max_cells,
+                       path) &&
+         !path->empty();
+}
+
+// A trie move (MoveTrie): the key's tree value now, and the old cells to
+// free once the key has a new version.
+struct TrieMove {
+  bool done = false;
+  std::string value;
+  std::vector<Off> replaced;
+};
+
+// Under the lock of whatever links `rec`, with the look's path: the cells
+// of its trie in marked pages get copies outside them, linked in place of
+// the old ones (dict.h RelocateTreeCells). Nothing moves when the copies
+// cannot all be had (a later pass tries again). The caller then publishes
+// the key's next version in its seqlock bracket (PublishTrieMove, or a
+// moved record carrying tm.value).
+TrieMove MoveTrie(Ctx& c, Off rec, const std::unordered_set<Off>& path, const std::vector<uint8_t>& draining_cls,
+                  std::vector<Off>* spare) {
   mem::Arena& a = c.arena;
+  TrieMove m;
   std::string val = TreeValueOf(a, rec);
-  if (val.empty() || !TrieDraining(c, val, draining_cls)) return 0;
+  if (val.empty()) return m;
   // Cells this process freed sit on its private stack, maybe in marked
-  // pages: give them back, so the copy takes cells of unmarked pages.
+  // pages: give them back, so the copies take cells of unmarked pages.
   c.alloc.FlushToGlobal();
-  std::string copy;
-  if (CloneTreeValue(c, val, &copy) != Status::kOk) return 0;
-  PC_CRASH_POINT();
-  Off fresh = TrieDraining(c, copy, draining_cls) ? 0 : CopyCell(c, rec, spare);
-  if (fresh == 0) {
-    FreeTreeValue(c, copy);
-    c.alloc.FlushToGlobal();
-    return 0;
+  auto alloc = [&](size_t bytes, Off* out) {
+    for (int tries = 0; tries < 4; ++tries) {
+      Off got;
+      Status s = c.alloc.Alloc(bytes, &got);
+      if (s != Status::kOk) return s;
+      if (!InMarkedPage(a, got, draining_cls)) {
+        *out = got;
+        return Status::kOk;
+      }
+      spare->push_back(got);  // a cell of a marked page: freed after the unlock
+    }
+    return Status::kNoMem;
+  };
+  std::vector<Off> made;
+  if (RelocateTreeCells(c, val, path, [&](Off cell) { return InMarkedPage(a, cell, draining_cls); }, alloc,
+                        &m.value, &made, &m.replaced) != Status::kOk) {
+    return m;
   }
-  RecView v{a.At(fresh)};
-  std::memcpy(v.value(v.type(), v.klen()), copy.data(), kTreeValue);  // private until swapped in
+  m.done = true;
+  PC_CRASH_POINT();
+  return m;
+}
+
+// Inside the bracket: the key's record, kept, gets the trie's root (when
+// it moved) and its next version, so that readers and optimistic writers
+// that walked the old cells see a change before those are freed.
+void PublishTrieMove(mem::Arena& a, Off rec, const TrieMove& m) {
+  RecView v{a.At(rec)};
+  uint8_t t = v.type();
+  mem::AtomicCopyIn(v.value(t, v.klen()), m.value.data(), kTreeValue);
   if (!PC_CANARY(20)) v.set_meta(v.expire(), NextVersion(v.version()));
   PC_CRASH_POINT();
-  return fresh;
 }
 
-// Free what the moves left behind, after the unlock: old records (their
-// copies share everything else) and old tries with their records.
-void FreeMoved(Ctx& c, std::vector<Off>* records, std::vector<Off>* tries) {
-  for (Off old : *records) mem::FreeGlobal(c.arena, old);
-  for (Off old : *tries) FreeValue(c, old);
-  if (!tries->empty()) c.alloc.FlushToGlobal();  // the trie cells went to our private stack
-  records->clear();
-  tries->clear();
+// A moved record (MoveCopy, private) takes the trie's value.
+void CarryTrieMove(mem::Arena& a, Off fresh, const TrieMove& m) {
+  RecView v{a.At(fresh)};
+  std::memcpy(v.value(v.type(), v.klen()), m.value.data(), kTreeValue);
+}
+
+// Free what the moves left behind, after the unlock (as a SET frees the
+// record it replaced): old records (their copies share the rest), the
+// trie cells path copies replaced, and the spare cells.
+void FreeMoved(Ctx& c, std::vector<Off>* records, std::vector<Off>* cells, std::vector<Off>* spare) {
+  for (std::vector<Off>* v : {records, cells, spare}) {
+    for (Off o : *v) mem::FreeGlobal(c.arena, o);
+    v->clear();
+  }
 }
 
 }  // namespace
@@ -264,7 +310,8 @@ void FreeMoved(Ctx& c, std::vector<Off>* records, std::vector<Off>* tries) {
 uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t* walked) {
   mem::Arena& a = c.arena;
   uint64_t moved = 0;
-  std::vector<Off> spare, dead_tries, spare_tries;
+  std::vector<Off> spare, replaced;
+  std::unordered_map<Off, std::unordered_set<Off>> looks;  // a record's trie: the path to its marked cells
   uint64_t nb = RouteBuckets(h.route.load(std::memory_order_acquire));
   for (; bucket_ < nb && *walked < budget; ++bucket_, ++*walked) {
     Bucket* b = BucketAt(a, h, bucket_);
@@ -272,60 +319,83 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     // A look with no lock first: most buckets have nothing to move.
     bool any = false;
     uint32_t used = UsedOf(*b);
-    for (uint32_t i = 0; i < used && !any; ++i) {
+    looks.clear();
+    for (uint32_t i = 0; i < used && i < kLive; ++i) {
       Off rec = SlotAt(*b, static_cast<int>(i));
-      uint8_t cls = mem::CellClass(a, rec);
-      any = cls < mem::kNumClasses && draining_cls_[cls] && mem::CellDraining(a, rec, cls);
-      if (!any) {
-        std::string tv = TreeValueOf(a, rec);
-        any = !tv.empty() && TrieDraining(c, tv, draining_cls_);
+      any |= InMarkedPage(a, rec, draining_cls_);
+      std::unordered_set<Off> path;
+      if (LookAtTrie(c, rec, draining_cls_, &path)) {
+        looks[rec] = std::move(path);
+        any = true;
       }
     }
     if (!any) continue;
     LockBucket(c, h, bucket_, *b);
     used = UsedOf(*b);
     Off fresh[kLive] = {};
-    bool trie[kLive] = {};
+    TrieMove tm[kLive];
     bool changed = false;
     for (uint32_t i = 0; i < used; ++i) {
       Off rec = SlotAt(*b, static_cast<int>(i));
-      fresh[i] = MoveTrie(c, rec, draining_cls_, &spare);
-      trie[i] = fresh[i] != 0;
-      if (!trie[i]) fresh[i] = MoveCopy(c, rec, draining_cls_, &spare);
-      changed |= fresh[i] != 0;
+      // The look's path is a guide: the copy reads the trie as it is now.
+      if (auto it = looks.find(rec); it != looks.end()) tm[i] = MoveTrie(c, rec, it->second, draining_cls_, &spare);
+      fresh[i] = MoveCopy(c, rec, draining_cls_, &spare);
+      if (fresh[i] && tm[i].done) CarryTrieMove(a, fresh[i], tm[i]);
+      changed |= fresh[i] != 0 || tm[i].done;
     }
     if (changed) {
       if (!PC_CANARY(12)) WriteBegin(*b);
       for (uint32_t i = 0; i < used; ++i) {
-        if (fresh[i] == 0) continue;
-        if (!CanReplaceSlot(*b, static_cast<int>(i), fresh[i])) {
+        if (tm[i].done) replaced.insert(replaced.end(), tm[i].replaced.begin(), tm[i].replaced.end());
+        if (fresh[i] != 0 && !CanReplaceSlot(*b, static_cast<int>(i), fresh[i])) {
           // A full bucket, and the copy landed in another 32 GiB: left for
           // a later pass (bucket.h ReplaceSlot).
-          (trie[i] ? spare_tries : spare).push_back(fresh[i]);
+          spare.push_back(fresh[i]);
+          fresh[i] = 0;
+        }
+        if (fresh[i] == 0) {
+          if (tm[i].done) {
+            PublishTrieMove(a, SlotAt(*b, static_cast<int>(i)), tm[i]);
+            ++moved;  // the key's trie moved, its record stays
+          }
           continue;
         }
         Off old = SlotAt(*b, static_cast<int>(i));
         ReplaceSlot(*b, static_cast<int>(i), fresh[i]);
         CountMoved(a, fresh[i]);
         PC_CRASH_POINT();
-        (trie[i] ? dead_tries : c.dead).push_back(old);
+        c.dead.push_back(old);
       }
       if (!PC_CANARY(12)) WriteEnd(*b);
     }
     mem::Unlock(b->lock);
     // After the unlock, as a SET frees the record it replaced.
-    moved += c.dead.size() + dead_tries.size();
-    FreeMoved(c, &c.dead, &dead_tries);
-    FreeMoved(c, &spare, &spare_tries);
+    moved += c.dead.size();
+    FreeMoved(c, &c.dead, &replaced, &spare);
   }
   if (bucket_ < nb || h.ovf.count.load(std::memory_order_acquire) == 0) return moved;
   // The overflow table: small, walked whole under its lock. Its records
   // move as the buckets' do, and so do its nodes (24-byte cells, which
   // would otherwise keep a page of their class from ever coming free).
+  // Its tries are looked at first, with no lock (a torn chain is bounded).
+  looks.clear();
+  {
+    const Off* heads = reinterpret_cast<const Off*>(a.At(h.ovf.heads));
+    for (uint32_t i = 0; i < kOvfHeads; ++i) {
+      uint32_t guard = 1u << 16;
+      for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
+           node = mem::LoadOff(a.At(node) + kNodeNext)) {
+        if (mem::CellBound(a, node) < kNodeBytes) break;
+        std::unordered_set<Off> path;
+        Off rec = mem::LoadOff(a.At(node) + kNodeRec);
+        if (LookAtTrie(c, rec, draining_cls_, &path)) looks[rec] = std::move(path);
+      }
+    }
+  }
   LockOverflow(c, h);
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   std::vector<std::pair<Off, Off>> swaps;  // node, new record
-  std::vector<bool> swap_trie;             // ... naming a copy of its trie (MoveTrie)
+  std::vector<std::pair<Off, TrieMove>> bumps;  // a kept record whose trie moved
   std::vector<std::pair<Off, Off>> nodes;  // node, its copy (sorted by node below)
   std::vector<uint32_t> chains;            // the chains with a node to move
   for (uint32_t i = 0; i < kOvfHeads; ++i) {
@@ -334,23 +404,26 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     for (Off node = mem::LoadOff(&heads[i]); node != 0 && guard-- > 0;
          node = mem::LoadOff(a.At(node) + kNodeNext)) {
       Off rec = mem::LoadOff(a.At(node) + kNodeRec);
-      Off fresh = MoveTrie(c, rec, draining_cls_, &spare);
-      bool tr = fresh != 0;
-      if (!tr) fresh = MoveCopy(c, rec, draining_cls_, &spare);
-      if (fresh) {
-        swaps.emplace_back(node, fresh);
-        swap_trie.push_back(tr);
+      TrieMove m;
+      if (auto it = looks.find(rec); it != looks.end()) m = MoveTrie(c, rec, it->second, draining_cls_, &spare);
+      Off fresh = MoveCopy(c, rec, draining_cls_, &spare);
+      if (fresh && m.done) CarryTrieMove(a, fresh, m);
+      if (fresh) swaps.emplace_back(node, fresh);
+      if (m.done) {
+        replaced.insert(replaced.end(), m.replaced.begin(), m.replaced.end());  // published below in any case
+        if (!fresh) bumps.emplace_back(rec, std::move(m));
       }
       if (Off copy = MoveCell(c, node, draining_cls_, &spare)) nodes.emplace_back(node, copy);
     }
     if (nodes.size() > moving) chains.push_back(i);
   }
-  if (!swaps.empty() || !nodes.empty()) {
+  if (!swaps.empty() || !nodes.empty() || !bumps.empty()) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    for (size_t k = 0; k < swaps.size(); ++k) {
-      const auto& [node, fresh] = swaps[k];
-      (swap_trie[k] ? dead_tries : c.dead).push_back(mem::LoadOff(a.At(node) + kNodeRec));
+    for (const auto& [rec, m] : bumps) PublishTrieMove(a, rec, m);
+    moved += bumps.size();
+    for (const auto& [node, fresh] : swaps) {
+      c.dead.push_back(mem::LoadOff(a.At(node) + kNodeRec));
       mem::StoreOff(a.At(node) + kNodeRec, fresh);
       CountMoved(a, fresh);
       PC_CRASH_POINT();
@@ -389,9 +462,8 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     }
   }
   mem::Unlock(h.ovf.lock);
-  moved += c.dead.size() + dead_tries.size();
-  FreeMoved(c, &c.dead, &dead_tries);
-  FreeMoved(c, &spare, &spare_tries);
+  moved += c.dead.size();
+  FreeMoved(c, &c.dead, &replaced, &spare);
   return moved;
 }
 

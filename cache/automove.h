@@ -24,11 +24,11 @@
 //          freed: optimistic writers (aggregates, INCR on a string) compare
 //          versions, and an unchanged version promises that no cell they
 //          read was freed (record.h). Records in the overflow table move
-//          the same way under its lock. A hash or set whose trie has a
-//          cell in a marked page gets a whole copy of its trie outside
-//          the marked pages and a new record naming it (next version),
-//          swapped in the same way; the old trie is freed after the
-//          unlock, as a write to the key frees the cells it replaced.
+//          the same way under its lock. The cells of a hash's or set's
+//          trie in marked pages get copies, linked in place of the old
+//          ones (dict.h RelocateTreeCells); the key's record then gets
+//          its next version (and new root) in the bracket, and the old
+//          cells are freed after the unlock.
 //   end    the marks are cleared; pages whose cells all went were given
 //          back to their group as they came free, from there to any class.
 //

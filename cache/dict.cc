@@ -10,6 +10,8 @@
 #include <charconv>
 #include <cstring>
 #include <random>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "cache/hash.h"
 #include "cache/internal.h"
@@ -253,6 +255,139 @@ Off CloneCell(Ctx& c, Off n, int depth, std::vector<Off>* made, bool* nomem) {
 }
 
 }  // namespace
+
+namespace {
+
+// A cell's kind, its bytes and (for a node) its children; false when it
+// does not parse.
+bool ReadCell(const mem::Arena& a, Off n, uint8_t* kind, size_t* bytes, std::vector<Off>* kids) {
+  size_t bound = mem::CellBound(a, n);
+  kids->clear();
+  if (n == 0 || bound < kEntryHdr) return false;
+  const char* p = a.At(n);
+  *kind = mem::LoadRelaxed8(p + kOffKind);
+  if (*kind == kEntry) {
+    size_t fl = mem::LoadRelaxed32(p + kEntFlen), vl = mem::LoadRelaxed32(p + kEntVlen);
+    if (fl > bound - kEntryHdr || vl > bound - kEntryHdr - fl) return false;
+    *bytes = kEntryHdr + fl + vl;
+    return true;
+  }
+  if ((*kind != kNode && *kind != kCollide) || bound < kNodeHdr) return false;
+  uint32_t bm = mem::LoadRelaxed32(p + kOffBitmap);
+  uint32_t nk = *kind == kNode ? static_cast<uint32_t>(__builtin_popcount(bm)) : bm;
+  if (nk > (bound - kNodeHdr) / 8) return false;
+  *bytes = kNodeHdr + 8 * size_t{nk};
+  for (uint32_t i = 0; i < nk; ++i) kids->push_back(mem::LoadOff(p + kNodeHdr + 8 * i));
+  return true;
+}
+
+// FindTreeCells below n: true when a cell to move lies there.
+bool FindBelow(const mem::Arena& a, Off n, int depth, const std::function<bool(Off)>& moving, uint64_t* budget,
+               std::unordered_set<Off>* path, bool* ok) {
+  if (!*ok) return false;
+  if (*budget == 0 || depth > kLeafDepth + 1) return *ok = false;
+  --*budget;
+  uint8_t kind;
+  size_t bytes;
+  std::vector<Off> kids;
+  if (!ReadCell(a, n, &kind, &bytes, &kids)) return *ok = false;
+  bool any = moving(n);
+  for (Off k : kids) any |= FindBelow(a, k, depth + 1, moving, budget, path, ok);
+  if (any && *ok) path->insert(n);
+  return any && *ok;
+}
+
+// The cells of the trie below n, along `path`, that moving() picks.
+bool CollectMoving(const mem::Arena& a, Off n, int depth, const std::unordered_set<Off>& path,
+                   const std::function<bool(Off)>& moving, std::vector<std::pair<Off, size_t>>* out) {
+  if (!path.count(n)) return true;
+  uint8_t kind;
+  size_t bytes;
+  std::vector<Off> kids;
+  if (depth > kLeafDepth + 1 || !ReadCell(a, n, &kind, &bytes, &kids)) return false;
+  if (moving(n)) out->emplace_back(n, bytes);
+  for (Off k : kids) {
+    if (!CollectMoving(a, k, depth + 1, path, moving, out)) return false;
+  }
+  return true;
+}
+
+// RelocateTreeCells below n, with a fresh cell ready for each moving one
+// (`copies`): the cell that stands for n now (its copy, or n). A node that
+// stays gets its children's copies stored in place (each one store of a
+// whole Off: a reader sees the old cell or its copy, equal in content).
+Off RelocateBelow(Ctx& c, Off n, int depth, const std::unordered_set<Off>& path,
+                  const std::unordered_map<Off, Off>& copies, std::vector<Off>* replaced) {
+  if (!path.count(n)) return n;
+  uint8_t kind;
+  size_t bytes;
+  std::vector<Off> kids;
+  if (depth > kLeafDepth + 1 || !ReadCell(c.arena, n, &kind, &bytes, &kids)) return n;  // read before: not reached
+  std::vector<Off> was = kids;
+  for (Off& k : kids) k = RelocateBelow(c, k, depth + 1, path, copies, replaced);
+  auto it = copies.find(n);
+  if (it == copies.end()) {
+    char* p = c.arena.At(n);
+    for (size_t i = 0; i < kids.size(); ++i) {
+      if (kids[i] != was[i]) mem::StoreOff(p + kNodeHdr + 8 * i, kids[i]);
+    }
+    return n;
+  }
+  char* q = c.arena.At(it->second);
+  // Bytes 1.. of the cell (byte 0 is the new cell's class), then the
+  // children the copy names; the copy is private until linked.
+  std::string tmp((kind == kEntry ? bytes : kNodeHdr) - 1, '\0');
+  mem::AtomicCopyOut(tmp.data(), c.arena.At(n) + 1, tmp.size());
+  mem::AtomicCopyIn(q + 1, tmp.data(), tmp.size());
+  for (size_t i = 0; i < kids.size(); ++i) mem::StoreOff(q + kNodeHdr + 8 * i, kids[i]);
+  replaced->push_back(n);
+  return it->second;
+}
+
+}  // namespace
+
+bool FindTreeCells(const Ctx& c, std::string_view value, const std::function<bool(Off)>& moving,
+                   uint64_t max_cells, std::unordered_set<Off>* path) {
+  Off root;
+  uint64_t count;
+  path->clear();
+  if (!TreeRoot(value, &root, &count)) return false;
+  bool ok = true;
+  uint64_t budget = max_cells;
+  (void)FindBelow(c.arena, root, 0, moving, &budget, path, &ok);
+  if (!ok) path->clear();
+  return ok;
+}
+
+Status RelocateTreeCells(Ctx& c, std::string_view value, const std::unordered_set<Off>& path,
+                         const std::function<bool(Off)>& moving, const std::function<Status(size_t, Off*)>& alloc,
+                         std::string* out, std::vector<Off>* made, std::vector<Off>* replaced) {
+  Off root;
+  uint64_t count;
+  made->clear();
+  replaced->clear();
+  if (!TreeRoot(value, &root, &count)) return Status::kInvalid;
+  // Every fresh cell first: a failed allocation changes nothing.
+  std::vector<std::pair<Off, size_t>> todo;
+  if (!CollectMoving(c.arena, root, 0, path, moving, &todo)) return Status::kInvalid;
+  if (todo.empty()) return Status::kNotFound;
+  std::unordered_map<Off, Off> copies;
+  for (const auto& [n, bytes] : todo) {
+    Off o = 0;
+    Status st = alloc(bytes, &o);
+    if (st != Status::kOk) {
+      for (Off m : *made) c.alloc.Free(m);
+      made->clear();
+      return st;
+    }
+    made->push_back(o);
+    copies.emplace(n, o);
+  }
+  Off nr = RelocateBelow(c, root, 0, path, copies, replaced);
+  out->assign(value);
+  std::memcpy(out->data() + 1, &nr, 7);
+  return Status::kOk;
+}
 
 Status CloneTreeValue(Ctx& c, std::string_view value, std::string* out) {
   Off root;

@@ -221,6 +221,32 @@ inline constexpr size_t kTreeValue = 16;  // a tree value's bytes in its record
 // Free a private tree value (a clone whose store failed).
 void FreeTreeValue(Ctx& c, std::string_view value);
 
+// Automove (cache/automove.cc) moves the cells of a trie out of marked
+// pages by a path copy, as a write does: the cells to move and every node
+// above one get fresh cells, the rest is shared.
+// FindTreeCells: the look, with no lock (bounds-checked relaxed loads: a
+// walk of a trie being freed stays in the arena and ends): each cell
+// moving() picks and each node above one go into *path. At most
+// max_cells cells are visited; false when the walk was cut short or met
+// a cell that does not parse (then *path means nothing).
+bool FindTreeCells(const Ctx& c, std::string_view value, const std::function<bool(Off)>& moving,
+                   uint64_t max_cells, std::unordered_set<Off>* path);
+// RelocateTreeCells: under the key's lock, guided by the look's path (it
+// reads the trie as it is now: a stale path only leaves cells unmoved).
+// Each cell to move gets a fresh cell from alloc(bytes, &off), all of them
+// before anything changes; then each copy is linked where its old cell
+// was: into its parent's copy, or into a parent that stays by one store in
+// place (readers see the old cell or its copy, equal in content). *out =
+// the value with the root that stands now (the old one unless the root
+// moved). The caller must then publish a new version of the key (inside
+// its seqlock bracket) BEFORE it frees *replaced, the old cells: readers
+// that walked them fail their version check. kOk; kNotFound: nothing to
+// move; kNoMem (nothing changed, the fresh cells are freed); kInvalid.
+[[nodiscard]] Status RelocateTreeCells(Ctx& c, std::string_view value, const std::unordered_set<Off>& path,
+                                       const std::function<bool(Off)>& moving,
+                                       const std::function<Status(size_t, Off*)>& alloc, std::string* out,
+                                       std::vector<Off>* made, std::vector<Off>* replaced);
+
 // Run one Dict Op until it is not beaten by another writer (kVersion).
 // The body may take the attempt number: read-only Ops load with
 // Dict::LoadLocked from attempt kDictLocked on, so a reader of a key that

@@ -31,9 +31,9 @@
 //      FinishJournal): a position keeps a torn 40-bit Off
 //  19  automove frees an overflow node it did not unlink (automove.cc
 //      WalkTable: the chain keeps pointing at the freed cell)
-//  20  a hash's or set's record that automove gave a copy of its trie keeps
-//      its version (automove.cc MoveTrie): readers and optimistic writers
-//      that walked the old trie, now freed, do not see the change
+//  20  a hash's or set's record whose trie cells automove moved keeps its
+//      version (automove.cc PublishTrieMove): readers and optimistic
+//      writers that walked the old cells, now freed, do not see the change
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -22,7 +22,7 @@ names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "a large free gives back a group other objects still use"
        "the repair ignores a slot copy left in flight"
        "automove frees an overflow node it did not unlink"
-       "a record given a copy of its trie keeps its version")
+       "a record whose trie cells moved keeps its version")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 

@@ -49,6 +49,7 @@
 #include "cache/audit.h"
 #include "cache/evict.h"
 #include "cache/encoding.h"
+#include "cache/hash_ops.h"
 #include "cache/table.h"
 #include "mem/arena.h"
 #include "mem/crash_point.h"
@@ -818,6 +819,23 @@ std::string Verify(mem::Arena& a, cache::Ctx& c, const Progress& pr) {
   }
   // Hashes and sets: each as it was or as it would be.
   if (std::string why = CheckAgg(c, ta, pr); !why.empty()) return why;
+  // The thinned hashes of the automove phase, if the kill left them: each
+  // whole (400 fields) or thinned (100), every field with its value, also
+  // when the kill hit a move of its trie.
+  cache::TableRef tt;
+  if (cache::OpenCollection(c, "tmp0", &tt) == Status::kOk) {
+    for (int h = 0; h < 4; ++h) {
+      cache::FieldValues all;
+      std::string key = "tm:" + std::to_string(h);
+      cache::ReadInfo ri;
+      if (cache::Probe(c, tt, key, &ri) == Status::kNotFound) continue;  // not made yet, or cleared
+      if (cache::HGetAll(c, tt, key, cache::HPart::kBoth, &all) != Status::kOk) return key + ": HGETALL failed";
+      if (all.size() != 400 && all.size() != 100) return key + " holds " + std::to_string(all.size()) + " fields";
+      for (const auto& [fl, v] : all) {
+        if (fl.size() < 2 || v != FVal(std::atoi(fl.c_str() + 1) + h, 150)) return key + ": field " + fl + " is wrong";
+      }
+    }
+  }
   // The engine still works: the workload again, in a fresh child, in time.
   // A run that nobody kills leaks nothing: the leaked cells (those of the
   // killed victim) are the same after it.

@@ -5,8 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
+#include <span>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -394,8 +398,27 @@ TEST(Automove, OverflowNodesMoveAndTheirPagesComeFree) {
 // and swaps in a record naming the copy, with the next version: the pages
 // come free, every field keeps its value, and an optimistic writer that
 // read before the move must run again (the old trie is freed).
-TEST(Automove, TrieCellsMoveAndTheirPagesComeFree) {
-  cache::TableRef t = f->Table("h", 4096);
+namespace {
+
+// The cells of a hash's trie (its record's raw value is the tree value).
+std::set<mem::Off> TrieCells(cache::Ctx& c, const cache::TableRef& t, const std::string& key) {
+  char raw[64];
+  cache::ReadInfo ri;
+  std::set<mem::Off> cells;
+  if (cache::Get(c, t, key, std::span<char>(raw, sizeof raw), &ri) != Status::kOk) return cells;
+  std::string err;
+  uint64_t entries = 0;
+  CHECK(cache::WalkDictCells(c, std::string_view(raw, ri.vlen), [&](mem::Off o) { cells.insert(o); }, &err,
+                             &entries));
+  return cells;
+}
+
+// 32 hashes of 600 fields with 200-byte values, three fields in four
+// removed; `filler` string keys first (a 64-bucket table that never grows
+// then holds the hashes in its overflow table).
+void TrieMoves(testing::EngineFixture* f, cache::TableRef t, int filler) {
+  cache::Ctx* c = f->ctx;
+  for (int i = 0; i < filler; ++i) CHECK(cache::Set(*c, t, "s" + std::to_string(i), "x") == Status::kOk);
   constexpr int kHashes = 32, kFields = 600;
   auto field = [](int j) { return "f" + std::to_string(10000 + j); };
   auto value = [](int h, int j) {
@@ -431,6 +454,8 @@ TEST(Automove, TrieCellsMoveAndTheirPagesComeFree) {
     CHECK(cache::Probe(*c, t, "h" + std::to_string(h), &ri) == Status::kOk);
     versions[h] = ri.version;
   }
+  std::vector<std::set<mem::Off>> cells_before;
+  for (int h = 0; h < kHashes; ++h) cells_before.push_back(TrieCells(*c, t, "h" + std::to_string(h)));
   // An optimistic write of each hash that read before the pass.
   std::vector<std::unique_ptr<cache::Dict>> late;
   for (int h = 0; h < kHashes; ++h) {
@@ -447,6 +472,7 @@ TEST(Automove, TrieCellsMoveAndTheirPagesComeFree) {
   CHECK_TEXT(pages_after * 2 < pages_before,
              ("entry pages " + std::to_string(pages_before) + " -> " + std::to_string(pages_after)).c_str());
   int moved = 0;
+  size_t moved_cells = 0, moved_shared = 0;
   for (int h = 0; h < kHashes; ++h) {
     std::string key = "h" + std::to_string(h);
     cache::FieldValues all;
@@ -461,16 +487,40 @@ TEST(Automove, TrieCellsMoveAndTheirPagesComeFree) {
     CHECK(cache::Probe(*c, t, key, &ri) == Status::kOk);
     bool was_moved = ri.version != versions[h];
     moved += was_moved;
+    // A path copy: a moved trie shares the cells that were not in marked
+    // pages and not above one (a whole copy would share none).
+    std::set<mem::Off> now = TrieCells(*c, t, key), shared;
+    std::set_intersection(now.begin(), now.end(), cells_before[h].begin(), cells_before[h].end(),
+                          std::inserter(shared, shared.begin()));
+    if (was_moved) {
+      moved_cells += now.size();
+      moved_shared += shared.size();
+    } else {
+      CHECK_EQUAL(now.size(), shared.size());
+    }
     // The write that read before: refused when its trie moved (the cells it
     // read are freed), committed when it did not.
     CHECK(late[h]->Commit() == (was_moved ? Status::kVersion : Status::kOk));
   }
   CHECK_TEXT(moved >= kHashes / 2, ("tries moved: " + std::to_string(moved)).c_str());
+  CHECK_TEXT(moved_shared > 0 && moved_shared < moved_cells,
+             ("cells shared " + std::to_string(moved_shared) + " of " + std::to_string(moved_cells)).c_str());
   late.clear();
+  cache::CollectionInfo ci;
+  CHECK(cache::CollectionInfoOf(*c, t, &ci));
+  if (filler > 0) CHECK(ci.overflow >= static_cast<uint64_t>(kHashes));  // the hashes were in the overflow table
   cache::AuditReport r = cache::Audit(*c);
   if (!r.clean()) FAIL(r.Summary().c_str());
   CHECK_EQUAL(0u, r.cells_leaked);
 }
+
+}  // namespace
+
+TEST(Automove, TrieCellsMoveAndTheirPagesComeFree) { TrieMoves(f, f->Table("h", 4096), 0); }
+
+// The same with the hashes in the overflow table (their records move under
+// its lock, swapped in its bracket).
+TEST(Automove, TrieCellsOfOverflowKeysMove) { TrieMoves(f, f->Table("o", 64), 2000); }
 
 // Readers and writers of hashes while passes move their tries: every read
 // sees a value the field had (a reader that walked a trie the mover freed

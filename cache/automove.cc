@@ -176,6 +176,15 @@ Off MoveCell(Ctx& c, Off cell, const std::vector<uint8_t>& draining_cls, std::ve
   return CopyCell(c, cell, spare);
 }
 
+// A record's copy (CopyCell) with the next version.
+Off RecordCopy(Ctx& c, Off rec, std::vector<Off>* spare) {
+  Off fresh = CopyCell(c, rec, spare);
+  if (fresh == 0) return 0;
+  RecView v{c.arena.At(fresh)};
+  v.set_meta(v.expire(), NextVersion(v.version()));
+  return fresh;
+}
+
 // A record's copy (MoveCell) with the next version.
 Off MoveCopy(Ctx& c, Off rec, const std::vector<uint8_t>& draining_cls, std::vector<Off>* spare) {
   Off fresh = MoveCell(c, rec, draining_cls, spare);
@@ -246,12 +255,18 @@ struct TrieMove {
 // cannot all be had (a later pass tries again). The caller then publishes
 // the key's next version in its seqlock bracket (PublishTrieMove, or a
 // moved record carrying tm.value).
+// The root of the trie moves only when the caller has a new record ready
+// to carry it (root_may_move): a root written into the live record in
+// place would take several stores, and a kill between them would leave a
+// torn root (review, session 20).
 TrieMove MoveTrie(Ctx& c, Off rec, const std::unordered_set<Off>& path, const std::vector<uint8_t>& draining_cls,
-                  std::vector<Off>* spare) {
+                  bool root_may_move, std::vector<Off>* spare) {
   mem::Arena& a = c.arena;
   TrieMove m;
   std::string val = TreeValueOf(a, rec);
   if (val.empty()) return m;
+  Off root = 0;
+  std::memcpy(&root, val.data() + 1, 7);
   // Cells this process freed sit on its private stack, maybe in marked
   // pages: give them back, so the copies take cells of unmarked pages.
   c.alloc.FlushToGlobal();
@@ -269,24 +284,29 @@ TrieMove MoveTrie(Ctx& c, Off rec, const std::unordered_set<Off>& path, const st
     return Status::kNoMem;
   };
   std::vector<Off> made;
-  if (RelocateTreeCells(c, val, path, [&](Off cell) { return InMarkedPage(a, cell, draining_cls); }, alloc,
-                        &m.value, &made, &m.replaced) != Status::kOk) {
-    return m;
-  }
+  auto moving = [&](Off cell) { return InMarkedPage(a, cell, draining_cls) && (root_may_move || cell != root); };
+  if (RelocateTreeCells(c, val, path, moving, alloc, &m.value, &made, &m.replaced) != Status::kOk) return m;
   m.done = true;
   PC_CRASH_POINT();
   return m;
 }
 
-// Inside the bracket: the key's record, kept, gets the trie's root (when
-// it moved) and its next version, so that readers and optimistic writers
-// that walked the old cells see a change before those are freed.
-void PublishTrieMove(mem::Arena& a, Off rec, const TrieMove& m) {
+// Inside the bracket: the key's record, kept (its root did not move),
+// gets its next version, so that readers and optimistic writers that
+// walked the old cells see a change before those are freed.
+void PublishTrieMove(mem::Arena& a, Off rec) {
   RecView v{a.At(rec)};
-  uint8_t t = v.type();
-  mem::AtomicCopyIn(v.value(t, v.klen()), m.value.data(), kTreeValue);
   if (!PC_CANARY(20)) v.set_meta(v.expire(), NextVersion(v.version()));
   PC_CRASH_POINT();
+}
+
+// Is the root of rec's trie in a marked page?
+bool RootMarked(const mem::Arena& a, Off rec, const std::vector<uint8_t>& draining_cls) {
+  std::string val = TreeValueOf(a, rec);
+  if (val.empty()) return false;
+  Off root = 0;
+  std::memcpy(&root, val.data() + 1, 7);
+  return InMarkedPage(a, root, draining_cls);
 }
 
 // A moved record (MoveCopy, private) takes the trie's value.
@@ -338,8 +358,17 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
     for (uint32_t i = 0; i < used; ++i) {
       Off rec = SlotAt(*b, static_cast<int>(i));
       // The look's path is a guide: the copy reads the trie as it is now.
-      if (auto it = looks.find(rec); it != looks.end()) tm[i] = MoveTrie(c, rec, it->second, draining_cls_, &spare);
+      auto it = looks.find(rec);
       fresh[i] = MoveCopy(c, rec, draining_cls_, &spare);
+      // A root that moves needs a new record to carry it.
+      if (fresh[i] == 0 && it != looks.end() && RootMarked(a, rec, draining_cls_)) fresh[i] = RecordCopy(c, rec, &spare);
+      if (fresh[i] != 0 && !CanReplaceSlot(*b, static_cast<int>(i), fresh[i])) {
+        // A full bucket, and the copy landed in another 32 GiB: left for
+        // a later pass (bucket.h ReplaceSlot).
+        spare.push_back(fresh[i]);
+        fresh[i] = 0;
+      }
+      if (it != looks.end()) tm[i] = MoveTrie(c, rec, it->second, draining_cls_, fresh[i] != 0, &spare);
       if (fresh[i] && tm[i].done) CarryTrieMove(a, fresh[i], tm[i]);
       changed |= fresh[i] != 0 || tm[i].done;
     }
@@ -347,15 +376,9 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
       if (!PC_CANARY(12)) WriteBegin(*b);
       for (uint32_t i = 0; i < used; ++i) {
         if (tm[i].done) replaced.insert(replaced.end(), tm[i].replaced.begin(), tm[i].replaced.end());
-        if (fresh[i] != 0 && !CanReplaceSlot(*b, static_cast<int>(i), fresh[i])) {
-          // A full bucket, and the copy landed in another 32 GiB: left for
-          // a later pass (bucket.h ReplaceSlot).
-          spare.push_back(fresh[i]);
-          fresh[i] = 0;
-        }
         if (fresh[i] == 0) {
           if (tm[i].done) {
-            PublishTrieMove(a, SlotAt(*b, static_cast<int>(i)), tm[i]);
+            PublishTrieMove(a, SlotAt(*b, static_cast<int>(i)));
             ++moved;  // the key's trie moved, its record stays
           }
           continue;
@@ -405,8 +428,10 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
          node = mem::LoadOff(a.At(node) + kNodeNext)) {
       Off rec = mem::LoadOff(a.At(node) + kNodeRec);
       TrieMove m;
-      if (auto it = looks.find(rec); it != looks.end()) m = MoveTrie(c, rec, it->second, draining_cls_, &spare);
+      auto it = looks.find(rec);
       Off fresh = MoveCopy(c, rec, draining_cls_, &spare);
+      if (fresh == 0 && it != looks.end() && RootMarked(a, rec, draining_cls_)) fresh = RecordCopy(c, rec, &spare);
+      if (it != looks.end()) m = MoveTrie(c, rec, it->second, draining_cls_, fresh != 0, &spare);
       if (fresh && m.done) CarryTrieMove(a, fresh, m);
       if (fresh) swaps.emplace_back(node, fresh);
       if (m.done) {
@@ -420,7 +445,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
   if (!swaps.empty() || !nodes.empty() || !bumps.empty()) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    for (const auto& [rec, m] : bumps) PublishTrieMove(a, rec, m);
+    for (const auto& [rec, m] : bumps) PublishTrieMove(a, rec);
     moved += bumps.size();
     for (const auto& [node, fresh] : swaps) {
       c.dead.push_back(mem::LoadOff(a.At(node) + kNodeRec));

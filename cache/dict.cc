@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <random>
@@ -328,6 +329,10 @@ Off RelocateBelow(Ctx& c, Off n, int depth, const std::unordered_set<Off>& path,
   auto it = copies.find(n);
   if (it == copies.end()) {
     char* p = c.arena.At(n);
+    // The copies' bytes are visible before the link that leads to them
+    // (a reader that loads the new offset reads the copy, never what the
+    // cell held before: weakly ordered CPUs; review, session 20).
+    std::atomic_thread_fence(std::memory_order_release);
     for (size_t i = 0; i < kids.size(); ++i) {
       if (kids[i] != was[i]) mem::StoreOff(p + kNodeHdr + 8 * i, kids[i]);
     }

@@ -25,7 +25,10 @@
 //          of them entries.)
 //   entry  0 -   | 1 kind=kEntry | 2..3 0 | 4 flen u32 | 8 vlen u32 | 12 field | value
 //
-// Published cells are immutable. A write copies the path from the root to
+// Published cells are immutable, with one exception: automove links a copy
+// of a cell into its live parent by one aligned store of an offset (the
+// copy equal in content, its bytes fenced before the link), then bumps the
+// key's version before the old cell is freed (RelocateTreeCells). A write copies the path from the root to
 // the changed entry into fresh cells (O(depth), about 4 nodes at a million
 // entries) and swaps the record (a new 16-byte root record) with the
 // record's version as the compare: if another write got in first, the

@@ -188,6 +188,7 @@ Status MoveKey(Ctx& c, const TableRef& st, const TableRef& dt, std::string_view 
                std::string_view dst, MoveMode mode, bool replace, bool* done) {
   *done = false;
   std::string v;
+  bool stored = false;  // a round before stored dst: it is ours to replace
   for (int tries = 0; tries < 100; ++tries) {
     ReadInfo ri;
     Status s = GetString(c, st, src, &v, &ri);
@@ -214,11 +215,15 @@ Status MoveKey(Ctx& c, const TableRef& st, const TableRef& dt, std::string_view 
     StoreOpts so;
     so.expire_ms = ri.expire_ms;
     so.type = ri.type == kTypeInt ? static_cast<uint8_t>(kTypeString) : ri.type;
-    if (mode == MoveMode::kRenameNx || (mode == MoveMode::kCopy && !replace)) so.cond = Cond::kNx;
+    // RENAMENX whose source changed after our store (a write, or automove
+    // giving it a new version) runs again: the dst it finds is the one it
+    // stored, not a reason to answer 0 and leave both keys (review, session 20).
+    if (!stored && (mode == MoveMode::kRenameNx || (mode == MoveMode::kCopy && !replace))) so.cond = Cond::kNx;
     s = Set(c, dt, dst, v, so);
     if (s != Status::kOk && tree) FreeTreeValue(c, v);
     if (s == Status::kExists) return Status::kOk;  // *done false
     if (s != Status::kOk) return s;
+    stored = true;
     if (mode == MoveMode::kCopy) {
       *done = true;
       return Status::kOk;

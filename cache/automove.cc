@@ -418,7 +418,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
   LockOverflow(c, h);
   Off* heads = reinterpret_cast<Off*>(a.At(h.ovf.heads));
   std::vector<std::pair<Off, Off>> swaps;  // node, new record
-  std::vector<std::pair<Off, TrieMove>> bumps;  // a kept record whose trie moved
+  std::vector<Off> bumps;  // kept records whose tries moved
   std::vector<std::pair<Off, Off>> nodes;  // node, its copy (sorted by node below)
   std::vector<uint32_t> chains;            // the chains with a node to move
   for (uint32_t i = 0; i < kOvfHeads; ++i) {
@@ -436,7 +436,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
       if (fresh) swaps.emplace_back(node, fresh);
       if (m.done) {
         replaced.insert(replaced.end(), m.replaced.begin(), m.replaced.end());  // published below in any case
-        if (!fresh) bumps.emplace_back(rec, std::move(m));
+        if (!fresh) bumps.push_back(rec);
       }
       if (Off copy = MoveCell(c, node, draining_cls_, &spare)) nodes.emplace_back(node, copy);
     }
@@ -445,7 +445,7 @@ uint64_t Automover::WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t*
   if (!swaps.empty() || !nodes.empty() || !bumps.empty()) {
     PC_CRASH_POINT();
     h.ovf.seq.fetch_add(1, std::memory_order_acq_rel);
-    for (const auto& [rec, m] : bumps) PublishTrieMove(a, rec);
+    for (Off rec : bumps) PublishTrieMove(a, rec);
     moved += bumps.size();
     for (const auto& [node, fresh] : swaps) {
       c.dead.push_back(mem::LoadOff(a.At(node) + kNodeRec));

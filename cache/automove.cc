@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -25,6 +26,7 @@ AutomoveStats GetAutomoveStats(const Ctx& c) {
   s.passes = cat.automove_passes.load(std::memory_order_relaxed);
   s.moved = cat.automove_moved.load(std::memory_order_relaxed);
   s.pages_freed = cat.automove_freed.load(std::memory_order_relaxed);
+  s.given_back = mem::GivenBackCells(c.arena);
   s.enabled = cat.automove_off.load(std::memory_order_relaxed) == 0;
   s.active = cat.automove_active.load(std::memory_order_relaxed) != 0;
   return s;
@@ -105,8 +107,11 @@ bool Automover::Start(Ctx& c, bool force) {
   draining_cls_.assign(mem::kNumClasses, 0);
   for (const auto& p : plan_) draining_cls_[p.cls] = 1;
   // Our own claims and stack may lie in marked pages: give them back, so
-  // that the cells we move records into come from unmarked ones.
+  // that the cells we move records into come from unmarked ones. Other
+  // processes give theirs back when they see the request (their tick).
   c.alloc.FlushToGlobal();
+  mem::AskGiveBack(a, c.alloc.slot(), draining_cls_, &asked_);
+  asked_end_ = false;
   tables_.clear();
   for (const auto& ci : ListCollections(c)) tables_.push_back(ci.name);
   table_ = 0;
@@ -116,8 +121,30 @@ bool Automover::Start(Ctx& c, bool force) {
   return true;
 }
 
+namespace {
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+}  // namespace
+
+bool Automover::GaveBack(Ctx& c) {
+  int64_t now = MonoMs();
+  if (!asked_end_) {
+    // Ask again: cells freed onto private stacks during the walk (a DEL
+    // of a record in a marked page) hold their pages too; ours as well.
+    c.alloc.FlushToGlobal();
+    mem::AskGiveBack(c.arena, c.alloc.slot(), draining_cls_, &asked_);
+    asked_end_ = true;
+    asked_ms_ = now;
+  }
+  return mem::GiveBackAnswered(c.arena, asked_) || now - asked_ms_ >= give_back_wait_ms;
+}
+
 void Automover::Finish(Ctx& c) {
   mem::Arena& a = c.arena;
+  c.alloc.FlushToGlobal();  // what we freed while waiting (expiry, splits) may lie in marked pages
   uint64_t freed = 0;
   for (const auto& p : plan_) {
     std::vector<size_t> still;
@@ -515,7 +542,7 @@ uint64_t Automover::Step(Ctx& c, uint32_t budget) {
     bucket_ = 0;
   }
   if (moved) c.catalog->automove_moved.fetch_add(moved, std::memory_order_relaxed);
-  if (table_ >= tables_.size()) Finish(c);
+  if (table_ >= tables_.size() && GaveBack(c)) Finish(c);
   return moved;
 }
 

@@ -32,12 +32,22 @@
 //   end    the marks are cleared; pages whose cells all went were given
 //          back to their group as they came free, from there to any class.
 //
+//   give  free cells another process holds in marked pages (a claim not
+//          yet handed out, cells on its private stack) are its own: the
+//          mover asks it, at the start and at the end of the walk
+//          (mem::AskGiveBack), and the process gives them back from its
+//          loop's tick (mem::Allocator::AnswerGiveBack). The pass ends
+//          when every process asked has answered, or after
+//          give_back_wait_ms (a process that answers later finds the
+//          marks cleared and gives back nothing: its cells wait for the
+//          next pass that marks their pages).
+//
 // Crash safety: a mover killed mid-move leaks at most the new cell (before
 // the swap) or the old one (after it), exactly like a SET killed there; it
 // never leaves a slot pointing at a freed cell. Marks it leaves are cleared
-// by the next mover (mem::ClearDrainMarks). Cells a process had claimed
-// or keeps on its private stack are not moved: a page holding them drains
-// in a later pass, or never.
+// by the next mover (mem::ClearDrainMarks). A process killed while it
+// gives back leaks at most the cell in flight; its adopter gives back the
+// rest.
 //
 // One mover at a time: the timer process (proc/daemon.cc) runs it.
 
@@ -46,6 +56,7 @@
 #include <vector>
 
 #include "cache/catalog.h"
+#include "mem/slab.h"
 
 namespace cache {
 
@@ -53,6 +64,7 @@ struct AutomoveStats {
   uint64_t passes = 0;       // passes started
   uint64_t moved = 0;        // records moved
   uint64_t pages_freed = 0;  // marked pages that came free during their pass
+  uint64_t given_back = 0;   // free cells processes gave back when the mover asked
   bool enabled = true;
   bool active = false;       // a pass is running
 };
@@ -71,6 +83,11 @@ class Automover {
   // class has pages worth emptying (or a pass is running).
   bool Start(Ctx& c, bool force);
   bool active() const { return !plan_.empty(); }
+  // The walk is done and the pass waits for the answers (poll slowly).
+  bool waiting() const { return active() && asked_end_; }
+  // How long the end of a pass waits for the processes asked to give
+  // back their cells (their ticks are 100 ms for workers, 500 ms for MI).
+  int64_t give_back_wait_ms = 1000;
   // Pages marked in the running pass (tests).
   size_t marked() const;
 
@@ -80,6 +97,7 @@ class Automover {
     std::vector<size_t> pages;
   };
   void Finish(Ctx& c);
+  bool GaveBack(Ctx& c);  // asked at the walk's end, answered (or timed out)
   uint64_t WalkTable(Ctx& c, TableHeader& h, uint32_t budget, uint32_t* walked);
 
   bool cleared_ = false;         // stale marks cleared (first step of a mover)
@@ -87,6 +105,9 @@ class Automover {
   uint64_t last_nomem_ = 0;
   std::vector<ClassPlan> plan_;
   std::vector<uint8_t> draining_cls_;  // by class: 1 = has marked pages
+  std::vector<mem::GiveBackAsk> asked_;  // processes asked to give back cells
+  bool asked_end_ = false;             // asked again at the walk's end
+  int64_t asked_ms_ = 0;               // when (MonoMs)
   std::vector<std::string> tables_;    // collections to walk, in order
   size_t table_ = 0;                   // cursor: collection
   uint64_t bucket_ = 0;                // cursor: bucket of that collection

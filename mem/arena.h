@@ -62,8 +62,9 @@ inline constexpr uint64_t kArenaMagic = 0x48434143'46524550ull;  // "PERFCACH"
 // 8: 40-bit offsets (Off is 64 bits in memory and in every stored link,
 // a bucket has 9 positions of a 32-bit low word and a high byte, up to 1 TiB);
 // 9: a table's directory grows in chunks past 2^25 buckets (cache/catalog.h
-// TableHeader::dir_ext), up to 2^32
-inline constexpr uint32_t kArenaLayoutVersion = 9;
+// TableHeader::dir_ext), up to 2^32;
+// 10: a process slot's give-back request and answer (mem/slab.h ProcSlot)
+inline constexpr uint32_t kArenaLayoutVersion = 10;
 inline constexpr size_t kGroupSize = 2u << 20;  // 2 MiB
 inline constexpr size_t kUnit = 8;              // Off granularity
 inline constexpr size_t kMaxArenaBytes = size_t{1} << 40;  // 1 TiB (an Off below 2^37)

@@ -34,6 +34,9 @@
 //  20  a hash's or set's record whose trie cells automove moved keeps its
 //      version (automove.cc PublishTrieMove): readers and optimistic
 //      writers that walked the old cells, now freed, do not see the change
+//  21  a process asked to give back its cells in draining pages frees its
+//      stack's cells there and keeps them on its stack (slab.cc
+//      ReturnDrainingStack): they are handed out twice
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -412,7 +412,100 @@ size_t ReturnStack(Arena& a, ClassCache& c, int cls, size_t budget) {
   return moved;
 }
 
+// Free the cells of a private stack that lie in draining pages; the others
+// stay, in their order. Each leaves the stack (its predecessor's link, or
+// the top) before its bit is cleared (crash: that cell leaks). Bounded and
+// trusting nothing, as ReturnStack.
+size_t ReturnDrainingStack(Arena& a, ClassCache& c, int cls) {
+  size_t freed = 0;
+  Off prev = 0;
+  uint32_t limit = c.stack_n + 2;
+  for (Off cell = c.stack; cell != 0 && limit-- > 0;) {
+    if (CellClass(a, cell) != cls) break;
+    Off next = GetLink(a, cell);
+    if (!CellDraining(a, cell, cls)) {
+      prev = cell;
+      cell = next;
+      continue;
+    }
+    if (PC_CANARY(21)) {  // the cell is freed while the stack still holds it
+      if (FreeCell(a, cell, cls)) ++freed;
+      prev = cell;
+      cell = next;
+      continue;
+    }
+    PC_CRASH_POINT();
+    if (prev == 0) {
+      c.stack = next;
+    } else {
+      SetLink(a, prev, next);
+    }
+    PC_CRASH_POINT();
+    if (c.stack_n > 0) --c.stack_n;
+    if (FreeCell(a, cell, cls)) ++freed;
+    cell = next;
+  }
+  return freed;
+}
+
 }  // namespace
+
+size_t Allocator::AnswerGiveBack() {
+  uint32_t asked = ps_->give_back_asked.load(std::memory_order_acquire);
+  if (asked == ps_->give_back_done.load(std::memory_order_relaxed)) return 0;
+  size_t n = 0;
+  for (int cls = 0; cls < kNumClasses; ++cls) {
+    ClassCache& c = ps_->cls[cls];
+    if (c.stack != 0) n += ReturnDrainingStack(*arena_, c, cls);
+    if (c.mask != 0 && PageInUse(*arena_, PageOfCell(c.base, cls), cls) && CellDraining(*arena_, c.base, cls)) {
+      n += ReturnClaim(*arena_, c, cls);
+    }
+  }
+  Bump(ps_->given_back, n);
+  PC_CRASH_POINT();
+  ps_->give_back_done.store(asked, std::memory_order_release);
+  return n;
+}
+
+uint64_t GivenBackCells(const Arena& a) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < a.hdr()->max_procs; ++i) n += SlotAt(a, i)->given_back.load(std::memory_order_relaxed);
+  return n;
+}
+
+void AskGiveBack(Arena& a, uint32_t self_slot, const std::vector<uint8_t>& draining_cls,
+                 std::vector<GiveBackAsk>* out) {
+  out->clear();
+  for (uint32_t i = 0; i < a.hdr()->max_procs; ++i) {
+    ProcSlot* ps = SlotAt(a, i);
+    uint32_t tid = ps->owner_tid.load(std::memory_order_acquire);
+    if (i == self_slot || tid == 0 || (tid & kSlotBusy) != 0 || SlotOwnerDead(*ps)) continue;
+    bool holds = false;
+    for (int cls = 0; cls < kNumClasses && !holds; ++cls) {
+      if (cls >= static_cast<int>(draining_cls.size()) || draining_cls[cls] == 0) continue;
+      // Owner-only fields, read as a hint: a claim or a stack that appears
+      // after this look comes from no draining page (no claims there), or
+      // is a cell freed since (asked again at the pass's end).
+      const ClassCache& c = ps->cls[cls];
+      if (__atomic_load_n(&c.stack_n, __ATOMIC_RELAXED) != 0) holds = true;
+      Off base = __atomic_load_n(&c.base, __ATOMIC_RELAXED);
+      if (__atomic_load_n(&c.mask, __ATOMIC_RELAXED) != 0 && a.ReadableFrom(base) != 0 && CellDraining(a, base, cls)) holds = true;
+    }
+    if (!holds) continue;
+    uint32_t seq = ps->give_back_asked.fetch_add(1, std::memory_order_acq_rel) + 1;
+    out->push_back({i, tid, seq});
+  }
+}
+
+bool GiveBackAnswered(const Arena& a, const std::vector<GiveBackAsk>& asked) {
+  for (const GiveBackAsk& q : asked) {
+    const ProcSlot* ps = SlotAt(a, q.slot);
+    if (static_cast<int32_t>(ps->give_back_done.load(std::memory_order_acquire) - q.seq) >= 0) continue;
+    if (ps->owner_tid.load(std::memory_order_acquire) != q.owner_tid || SlotOwnerDead(*ps)) continue;
+    return false;
+  }
+  return true;
+}
 
 void Allocator::FlushToGlobal() {
   for (int cls = 0; cls < kNumClasses; ++cls) {

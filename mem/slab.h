@@ -183,13 +183,18 @@ struct alignas(64) ProcSlot {
   std::atomic<uint64_t> owner_start;  // owner's start time (/proc stat field 22)
   std::atomic<uint64_t> alloc_bytes;  // cell bytes handed out / freed by this
   std::atomic<uint64_t> free_bytes;   // slot (never reset: used memory sums them)
-  uint64_t pad2[2];
+  std::atomic<uint32_t> give_back_asked;  // bumped by the mover (AskGiveBack)
+  std::atomic<uint32_t> give_back_done;   // the owner's answer: the last request it served
+  std::atomic<uint64_t> given_back;       // cells given back when asked (stats, never reset)
   ClassCache cls[kNumClasses];
 };
 static_assert(offsetof(ProcSlot, owner_tid) == 0);
 static_assert(offsetof(ProcSlot, gen) == 4);
 static_assert(offsetof(ProcSlot, owner_start) == 24);
 static_assert(offsetof(ProcSlot, alloc_bytes) == 32);
+static_assert(offsetof(ProcSlot, give_back_asked) == 48);
+static_assert(offsetof(ProcSlot, give_back_done) == 52);
+static_assert(offsetof(ProcSlot, given_back) == 56);
 static_assert(offsetof(ProcSlot, cls) == 64);
 static_assert(sizeof(ProcSlot) == (64 + sizeof(ClassCache) * kNumClasses + 63) / 64 * 64);
 static_assert(std::is_standard_layout_v<ProcSlot>);
@@ -267,6 +272,12 @@ class Allocator {
   void FlushToGlobal();
   // Clean exit: flush, then free the slot (nothing left for an adopter).
   void Release();
+  // If the mover asked (AskGiveBack): give back the claim of every class
+  // whose claimed word lies in a draining page, and the private stack's
+  // cells that lie in draining pages (the rest stay). Then answer. Cheap
+  // when not asked (two loads of the slot's first line): every process
+  // calls it from its loop's tick. Returns the cells given back.
+  size_t AnswerGiveBack();
 
   uint32_t slot() const { return slot_; }
   Arena& arena() const { return *arena_; }
@@ -341,6 +352,24 @@ size_t MarkDrain(Arena& a, int cls, const std::vector<size_t>& pages);
 void EndDrain(Arena& a, int cls, const std::vector<size_t>& pages);
 // Clear every mark (a mover that died left them). Returns the pages cleared.
 size_t ClearDrainMarks(Arena& a);
+// Cells a claim or a private stack holds are the owner's alone: only it
+// can give them back. The mover asks every live process (but `self_slot`)
+// that holds a claim or stack cells of a class in `draining_cls` (a hint
+// read racily: nonzero by class) to give back those in draining pages;
+// the owner answers from its loop's tick (Allocator::AnswerGiveBack).
+// `out`: what each asked slot must answer, for GiveBackAnswered.
+struct GiveBackAsk {
+  uint32_t slot;
+  uint32_t owner_tid;  // the owner asked (a new owner has nothing of the old)
+  uint32_t seq;        // the request it must answer
+};
+void AskGiveBack(Arena& a, uint32_t self_slot, const std::vector<uint8_t>& draining_cls,
+                 std::vector<GiveBackAsk>* out);
+// True when every asked slot answered, or its owner changed or died (an
+// adopter gives everything back).
+bool GiveBackAnswered(const Arena& a, const std::vector<GiveBackAsk>& asked);
+// Cells every process gave back when asked, since the arena was made.
+uint64_t GivenBackCells(const Arena& a);
 // Whether a slab cell of class `cls` lies in a draining page (reads the
 // page header; for the mover, not the read path).
 inline bool CellDraining(const Arena& a, Off cell, int cls) {

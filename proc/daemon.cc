@@ -155,10 +155,13 @@ void RaiseFdLimit(int want) {
     // Automove: empty sparse slab pages when memory is short (or when MI
     // asked); a running pass walks 16384 buckets a tick and comes back soon.
     if (uint64_t moved = mover.Step(ctx, static_cast<uint32_t>(cfg.automove_buckets)); moved) LOG_DEBUG("automove: %llu record(s) moved", static_cast<unsigned long long>(moved));
-    if (mover.active()) behind = true;
+    // A pass whose walk is done waits for the processes it asked to give
+    // back their cells (their ticks: 100 ms and more): no need to spin.
+    bool waiting = mover.waiting();
+    if (mover.active() && !waiting) behind = true;
     (void)mem::NoteUsedPeak(a);  // INFO used_memory_peak
     cache::AccessClockTick(ctx);  // the LRU / LFU clock (cache/access.h)
-    usleep(behind ? 1000 : 100 * 1000);
+    usleep(behind ? 1000 : waiting ? 20 * 1000 : 100 * 1000);
   }
   ctx.alloc.FlushToGlobal();
   _exit(0);
@@ -173,6 +176,7 @@ struct WorkerState {
   ProcTable* pt;
   ProcEntry* self;
   Config* cfg;
+  cache::Ctx* ctx;
   bool stopping = false;
   int64_t stop_deadline = 0;
   uint32_t live_gen = 0;
@@ -191,6 +195,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   auto* w = static_cast<WorkerState*>(arg);
   int64_t now = WallMs();
   OwnerBump(w->self->heartbeat_ms, now);
+  (void)w->ctx->alloc.AnswerGiveBack();  // automove asked for our cells in its pages
   if (FollowLiveSettings(*w->pt, *w->self, w->cfg, &w->live_gen) && w->hooks->reload) {
     w->hooks->reload(w->door);
   }
@@ -214,7 +219,7 @@ void OnWorkerTick(evutil_socket_t, short, void* arg) {
   OwnerBump(self->heartbeat_ms, WallMs());  // alive from the start (/health), not from the first tick
   event_base* base = event_base_new();
   WorkerContext wc{base, &ctx, &cfg, pt, self, lfd, self->rank, event_fd};
-  WorkerState ws{base, &hooks, nullptr, pt, self, &cfg};
+  WorkerState ws{base, &hooks, nullptr, pt, self, &cfg, &ctx};
   ws.door = hooks.worker_init(wc);
   event* sigterm = evsignal_new(base, SIGTERM, &OnWorkerSignal, &ws);
   event* sigint = evsignal_new(base, SIGINT, &OnWorkerSignal, &ws);
@@ -242,7 +247,10 @@ void OnStopSignal(int) { g_stop = 1; }
   cache::Ctx ctx(a, self->slot);
   ModuleProcContext mc{&ctx, &cfg, pt, self, {}};
   uint32_t live_gen = 0;
-  mc.tick = [&cfg, pt, self, &live_gen] { (void)FollowLiveSettings(*pt, *self, &cfg, &live_gen); };
+  mc.tick = [&cfg, pt, self, &live_gen, &ctx] {
+    (void)ctx.alloc.AnswerGiveBack();  // automove asked for our cells in its pages
+    (void)FollowLiveSettings(*pt, *self, &cfg, &live_gen);
+  };
   mp.run(mc);
   ctx.alloc.FlushToGlobal();
   _exit(0);

@@ -22,7 +22,8 @@ names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "a large free gives back a group other objects still use"
        "the repair ignores a slot copy left in flight"
        "automove frees an overflow node it did not unlink"
-       "a record whose trie cells moved keeps its version")
+       "a record whose trie cells moved keeps its version"
+       "a given-back stack cell stays on the stack (handed out twice)")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 

@@ -145,6 +145,9 @@ std::string Metrics(proc::ModuleProcContext& pc) {
     o += "perfcached_automove_moved_total " + std::to_string(am.moved) + "\n";
     Metric(&o, "perfcached_automove_pages_freed_total", "counter", "Slab pages automove emptied.");
     o += "perfcached_automove_pages_freed_total " + std::to_string(am.pages_freed) + "\n";
+    Metric(&o, "perfcached_automove_given_back_total", "counter",
+           "Free cells processes gave back from their claims and stacks when automove asked.");
+    o += "perfcached_automove_given_back_total " + std::to_string(am.given_back) + "\n";
   }
   {
     mem::ClassUsage u[mem::kNumClasses];

@@ -371,6 +371,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                  {"passes", s.passes},
                                  {"moved", s.moved},
                                  {"pages_freed", s.pages_freed},
+                                 {"given_back", s.given_back},
                                  {"active", s.active ? "yes" : "no"},
                                  {"pending", v == "now" ? "yes" : "no"}});
       });

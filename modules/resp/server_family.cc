@@ -389,7 +389,8 @@ void CmdInfo(CmdCtx& c) {
          "\r\narena_nomem_events:" + std::to_string(a.hdr()->nomem_events.load()) +
          "\r\nautomove:" + (am.enabled ? "yes" : "no") + "\r\nautomove_passes:" + std::to_string(am.passes) +
          "\r\nautomove_moved:" + std::to_string(am.moved) +
-         "\r\nautomove_pages_freed:" + std::to_string(am.pages_freed) + "\r\n\r\n";
+         "\r\nautomove_pages_freed:" + std::to_string(am.pages_freed) +
+         "\r\nautomove_given_back:" + std::to_string(am.given_back) + "\r\n\r\n";
   }
   if (on("persistence")) {
     // The WAL is our AOF: Redis's aof_* fields that tools read, then ours.

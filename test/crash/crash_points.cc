@@ -39,6 +39,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -685,19 +686,33 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
     // out of the sparse pages (marks, copies, swaps in buckets and
     // overflow nodes, chains relinked through copies of their nodes,
     // frees, pages given back, marks cleared)
-    auto thin_and_move = [&](const std::string& prefix, int n, int vlen) {
+    // `held`: another process (slot 5) makes some of the deletes, keeps
+    // their cells on its private stack, and gives back those in marked
+    // pages when the pass asks (at each step here, at its tick in the
+    // daemon); killed there, its adopter gives back the rest
+    auto thin_and_move = [&](const std::string& prefix, int n, int vlen, bool held) {
+      std::optional<cache::Ctx> other;
+      if (held) other.emplace(c.arena, 5);
       for (int i = 0; i < n; ++i) (void)cache::Set(c, tt, prefix + std::to_string(i), val(i, vlen));
       for (int i = 0; i < n; ++i) {
-        if (i % 4 != 0) (void)cache::Del(c, tt, prefix + std::to_string(i));
+        if (i % 4 != 0) (void)cache::Del(held && i % 8 == 1 ? *other : c, tt, prefix + std::to_string(i));
       }
       c.alloc.FlushToGlobal();
       cache::Automover mover;
       if (mover.Start(c, /*force=*/true)) {
-        for (int i = 0; i < 100 && mover.active(); ++i) (void)mover.Step(c, 1u << 20);
+        for (int i = 0; i < 100 && mover.active(); ++i) {
+          (void)mover.Step(c, 1u << 20);
+          if (other) (void)other->alloc.AnswerGiveBack();
+        }
+      }
+      if (other) {
+        other->alloc.Release();
+        // locks are taken under slot 1's token again (Release unbound ours)
+        mem::BindLockToken(mem::SlotToken(c.alloc.slot(), mem::SlotAt(c.arena, c.alloc.slot())->gen.load()));
       }
     };
-    thin_and_move("am:", 600, 500);  // records of one size
-    thin_and_move("an:", 9000, 1);   // enough nodes that their class has several pages
+    thin_and_move("am:", 600, 500, true);  // records of one size
+    thin_and_move("an:", 9000, 1, false);  // enough nodes that their class has several pages
     // the tries of hashes: 4 hashes of 400 fields of 150 bytes, three
     // fields in four removed, then a pass copies each trie out of the
     // marked pages (the copy, the record naming it, the swap, the old

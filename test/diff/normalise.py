@@ -297,6 +297,7 @@ INFO_EXACT = {b"redis_mode", b"arch_bits", b"maxmemory_policy", b"evicted_keys",
 INFO_EXTRA = {b"perfcached_version", b"worker_pid", b"arena_committed", b"arena_tier",
               b"arena_large_objects", b"arena_nomem_events", b"arena_groups_bytes", b"arena_cap",
               b"automove", b"automove_passes", b"automove_moved", b"automove_pages_freed",
+              b"automove_given_back",
               # SQL persistence (modules/db):
               b"db_enabled", b"db_mode", b"db_in_progress", b"db_saves", b"db_save_failures",
               b"db_last_save_status", b"db_last_save_time", b"db_last_save_rows", b"db_last_save_ms",

@@ -4,6 +4,7 @@
 // Copyright (c) 2026 the perfcached authors.
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -267,6 +268,100 @@ TEST(Automove, StaleMarksAreClearedByTheNextMover) {
   }
 }
 
+// Free cells another process keeps on its private stack hold their pages:
+// only it can give them back. A pass asks it, and it answers at its next
+// tick (mem::Allocator::AnswerGiveBack). Unanswered, the pages stay.
+namespace {
+
+// One pass over 20,000 keys of 1000 bytes, most deleted, where another
+// process deleted one key in each of 32 pages and keeps their cells on its
+// stack. `answer`: it answers at every
+// step of the pass, as at its tick. Returns the class's pages after the
+// pass and checks that both processes then write on with no cell handed
+// out twice.
+uint64_t PassWithCellsHeld(bool answer, uint32_t* stacked_before, uint32_t* stacked_after) {
+  testing::EngineFixture fx(64);
+  cache::Ctx& c = *fx.ctx;
+  cache::TableRef t = fx.Table("t", 4096);
+  for (uint64_t i = 0; i < 20000; ++i) CHECK(cache::Set(c, t, testing::Key(i), ValueOf(i)) == Status::kOk);
+  cache::Ctx other(*fx.arena, 1);
+  int cls = ClassOfValues(c, t);
+  // The keys of each page of the class, in page order.
+  std::map<size_t, std::vector<uint64_t>> by_page;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    std::string k = testing::Key(i);
+    cache::detail::KeyLock kl;
+    CHECK(cache::detail::LockKey(c, *t.h, cache::detail::HashOf(c, k), k, &kl));
+    by_page[mem::PageOfByte(size_t{kl.rec} * mem::kUnit, mem::PageOrder(cls))].push_back(i);
+    cache::detail::UnlockKey(*t.h, kl);
+  }
+  // 32 pages spread over the class keep one key and one cell the other
+  // process freed (on its stack: the sparsest pages, marked first); the
+  // others keep one key in four.
+  std::vector<std::vector<uint64_t>> pages;
+  for (auto& [page, keys] : by_page) pages.push_back(keys);
+  std::set<uint64_t> kept;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    bool pinned = p % (pages.size() / 32) == 0 && p / (pages.size() / 32) < 32 && pages[p].size() > 2;
+    for (size_t j = 0; j < pages[p].size(); ++j) {
+      uint64_t i = pages[p][j];
+      if (pinned ? j == 1 : i % 4 == 0) {
+        kept.insert(i);
+      } else {
+        CHECK(cache::Del(pinned && j == 0 ? other : c, t, testing::Key(i)) == Status::kOk);
+      }
+    }
+  }
+  c.alloc.FlushToGlobal();
+  const mem::ClassCache& held = mem::SlotAt(*fx.arena, 1)->cls[cls];
+  *stacked_before = held.stack_n;
+  cache::Automover m;
+  m.give_back_wait_ms = answer ? 60000 : 0;
+  CHECK(m.Start(c, true));
+  for (int i = 0; i < 1000 && m.active(); ++i) {
+    (void)m.Step(c, 2048);
+    if (answer) (void)other.alloc.AnswerGiveBack();
+  }
+  CHECK_FALSE(m.active());
+  *stacked_after = held.stack_n;
+  uint64_t pages_after = mem::PoolAt(*fx.arena, cls)->pages.load();
+  // Both processes write on: no cell is handed out twice.
+  for (uint64_t i = 0; i < 20000; i += 3) {
+    if (kept.count(i)) continue;
+    cache::Ctx& w = i % 2 ? other : c;
+    CHECK(cache::Set(w, t, testing::Key(i), ValueOf(i, 1)) == Status::kOk);
+  }
+  std::string got;
+  for (uint64_t i = 0; i < 20000; ++i) {
+    Status st = cache::GetString(c, t, testing::Key(i), &got);
+    if (kept.count(i)) {
+      CHECK(st == Status::kOk && got == ValueOf(i));
+    } else if (i % 3 == 0) {
+      CHECK(st == Status::kOk && got == ValueOf(i, 1));
+    } else {
+      CHECK(st == Status::kNotFound);
+    }
+  }
+  other.alloc.FlushToGlobal();
+  cache::AuditReport r = cache::Audit(c);
+  if (!r.clean()) FAIL(r.Summary().c_str());
+  CHECK_EQUAL(0u, r.cells_leaked);
+  return pages_after;
+}
+
+}  // namespace
+
+TEST(Automove, CellsAnotherProcessHoldsComeBackWhenAsked) {
+  uint32_t before = 0, after = 0;
+  uint64_t unanswered = PassWithCellsHeld(false, &before, &after);
+  CHECK_EQUAL(mem::StackCells(1000), before);
+  CHECK_EQUAL(before, after);  // never answered: still held
+  uint64_t answered = PassWithCellsHeld(true, &before, &after);
+  CHECK_EQUAL(0u, after);
+  CHECK_TEXT(answered + before * 3 / 4 <= unanswered,
+             ("pages " + std::to_string(unanswered) + " -> " + std::to_string(answered)).c_str());
+}
+
 TEST(Automove, NoPassWithoutSparsePages) {
   cache::TableRef t = f->Table("t", 4096);
   for (uint64_t i = 0; i < 5000; ++i) CHECK(cache::Set(*c, t, testing::Key(i), ValueOf(i)) == Status::kOk);
@@ -310,6 +405,7 @@ TEST(AutomoveThreads, ReadersAndWritersDuringPasses) {
       for (uint64_t i = 0; i < kKeys; i += 4) {
         if (cache::Set(c, t, testing::Key(i), ValueOf(i, round)) != Status::kOk) bad.fetch_add(1);
         gen[i / 4].store(round);
+        if (i % 1024 == 0) (void)c.alloc.AnswerGiveBack();  // a worker's tick
       }
     }
     c.alloc.Release();  // a thread's slot: given back, not left to an adopter
@@ -572,6 +668,7 @@ TEST(AutomoveThreads, HashReadersAndWritersDuringTrieMoves) {
         int64_t n = 0;
         if (cache::HIncrBy(c, t, key(h), "n", 1, &n) != Status::kOk) bad.fetch_add(1);
         incrs.fetch_add(1);
+        (void)c.alloc.AnswerGiveBack();  // a worker's tick
       }
     }
     c.alloc.Release();

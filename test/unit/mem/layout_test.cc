@@ -68,6 +68,9 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(8u, offsetof(SlabPool, current));
   CHECK_EQUAL(24u, offsetof(SlabPool, pages));
   CHECK_EQUAL(32u, offsetof(ProcSlot, alloc_bytes));
+  CHECK_EQUAL(48u, offsetof(ProcSlot, give_back_asked));
+  CHECK_EQUAL(52u, offsetof(ProcSlot, give_back_done));
+  CHECK_EQUAL(56u, offsetof(ProcSlot, given_back));
   CHECK_EQUAL(128u, sizeof(mem::PageHeader));
   CHECK_EQUAL(64u, offsetof(mem::PageHeader, live));
   CHECK_EQUAL(0u, offsetof(ProcSlot, owner_tid));
@@ -78,7 +81,7 @@ TEST(MemLayout, SlabStructs) {
   CHECK_EQUAL(4u, sizeof(mem::ShmLock));
   CHECK_EQUAL(8u, sizeof(mem::Off));  // layout 8: 64 bits stored, 40 in a bucket
   CHECK_EQUAL(size_t{1} << 40, mem::kMaxArenaBytes);
-  CHECK_EQUAL(9u, mem::kArenaLayoutVersion);
+  CHECK_EQUAL(10u, mem::kArenaLayoutVersion);
 }
 
 TEST(MemLayout, CacheStructs) {

@@ -776,6 +776,89 @@ TEST(SlabAllocator, RepairFreesHalfReleasedPages) {
   CHECK(Arena::EntryKind(a->GroupEntry(g)) != GroupKind::kSlab);
 }
 
+// Automove's request (AskGiveBack): the free cells another process holds
+// in draining pages (on its private stack, in its claim) go back when it
+// answers; the rest stay with it, in order, and no cell is both held and
+// free. A page held only by such cells comes free.
+TEST(SlabAllocator, AskedOwnersGiveBackTheirCellsInDrainingPages) {
+  int cls = ClassFor(kCell64);
+  uint32_t per_page = mem::ClassGeometry(cls).ncells;
+  auto page_of = [&](Off o) { return mem::PageOfByte(size_t{o} * mem::kUnit, mem::PageOrder(cls)); };
+  Allocator owner(*a, 1);
+  std::vector<Off> cells(per_page * 2 + 10);
+  for (Off& o : cells) CHECK(owner.Alloc(kCell64, &o) == Status::kOk);
+  size_t pa = page_of(cells.front()), pb = page_of(cells[per_page + per_page / 2]);
+  size_t pc = page_of(cells.back());
+  CHECK(pa != pb && pb != pc && pa != pc);
+  mem::ProcSlot* ps = mem::SlotAt(*a, 1);
+  uint32_t claimed = Claimed(ps, cls);
+  CHECK(claimed > 0);
+  {
+    // Another process fills the page the owner's claim is in: the pool
+    // moves on, and the claim is left in a page that is not current.
+    Allocator other(*a, 2);
+    for (uint32_t i = 0; i < per_page; ++i) {
+      Off o;
+      CHECK(other.Alloc(kCell64, &o) == Status::kOk);
+    }
+    CHECK(size_t{mem::PoolAt(*a, cls)->current} * mem::kUnit != pc);
+  }
+  // The owner's stack: 5 cells of page B, then the first of page A's (the
+  // rest of page A is freed for everyone).
+  std::vector<Off> kept;
+  for (Off o : cells) {
+    if (page_of(o) == pb && kept.size() < 5) kept.push_back(o);
+  }
+  for (Off o : kept) owner.Free(o);
+  uint32_t in_a = 0;
+  for (Off o : cells) {
+    if (page_of(o) == pa) {
+      owner.Free(o);
+      ++in_a;
+    }
+  }
+  CHECK_EQUAL(mem::StackCells(kCell64), ps->cls[cls].stack_n);
+  CHECK(mem::PageInUse(*a, pa, cls));  // the stack's cells keep page A
+  CHECK_EQUAL(2u, mem::MarkDrain(*a, cls, {pa, pc}));
+
+  std::vector<uint8_t> draining(kNumClasses, 0);
+  draining[cls] = 1;
+  std::vector<mem::GiveBackAsk> asked;
+  mem::AskGiveBack(*a, /*self_slot=*/2, draining, &asked);
+  CHECK_EQUAL(1u, asked.size());
+  CHECK_EQUAL(1u, asked[0].slot);
+  CHECK_FALSE(mem::GiveBackAnswered(*a, asked));
+  size_t given = owner.AnswerGiveBack();
+  CHECK_EQUAL(mem::StackCells(kCell64) - 5 + claimed, given);
+  CHECK(mem::GiveBackAnswered(*a, asked));
+  CHECK_EQUAL(0u, owner.AnswerGiveBack());  // answered: nothing more to do
+  CHECK_EQUAL(0u, ps->cls[cls].mask);
+  CHECK_EQUAL(5u, ps->cls[cls].stack_n);
+  CHECK_FALSE(mem::PageInUse(*a, pa, cls));  // nothing held it any more
+  // The cells left on the stack are page B's, handed out last-freed first,
+  // and none of them is free for anyone else.
+  std::vector<Off> free_now = FreeCells(*a, cls);
+  for (int i = 4; i >= 0; --i) {
+    Off o;
+    CHECK(owner.Alloc(kCell64, &o) == Status::kOk);
+    CHECK_EQUAL(kept[static_cast<size_t>(i)], o);
+    CHECK(std::find(free_now.begin(), free_now.end(), o) == free_now.end());
+  }
+  // Holding nothing of the class now, it is not asked; holding a stack
+  // cell of the class (in an unmarked page: another process's stack is
+  // not walked, the owner checks), it is. A slot whose owner left counts
+  // as answered.
+  mem::AskGiveBack(*a, 2, draining, &asked);
+  CHECK_EQUAL(0u, asked.size());
+  Off o;
+  CHECK(owner.Alloc(kCell64, &o) == Status::kOk);
+  owner.Free(o);
+  mem::AskGiveBack(*a, 2, draining, &asked);
+  CHECK_EQUAL(1u, asked.size());
+  owner.Release();
+  CHECK(mem::GiveBackAnswered(*a, asked));
+}
+
 TEST(SlabAllocator, AdoptRefusesLiveAndFreeSlots) {
   Allocator al(*a, 0);
   CHECK_FALSE(mem::AdoptDeadSlot(*a, 0));  // ourselves: alive

@@ -197,6 +197,7 @@ struct Ctx {
   uint32_t slot;
   int64_t clock_skew_ms = 0;       // tests: pretend time moved
   bool touch = true;               // reads count as accesses (cache/access.h; NoTouch)
+  bool stats = true;               // reads count in keyspace hits / misses (NoStats)
   // Told of each key a full arena made this process evict (cache/evict.h
   // MakeRoomFor): collection, key, the evicted record's version. Set by a
   // door that raises events or logs (the WAL).
@@ -220,6 +221,21 @@ struct NoTouch {
   ~NoTouch() { c_.touch = was_; }
   NoTouch(const NoTouch&) = delete;
   NoTouch& operator=(const NoTouch&) = delete;
+
+ private:
+  Ctx& c_;
+  bool was_;
+};
+
+// Reads inside this scope do not count as reads, hits or misses: the
+// engine's own look-ups (an eviction's re-check, a snapshot's or the WAL's
+// export, a re-read that proves nothing changed, MEMORY USAGE), which
+// Redis makes without its lookupKey statistics.
+struct NoStats {
+  explicit NoStats(Ctx& c) : c_(c), was_(c.stats) { c.stats = false; }
+  ~NoStats() { c_.stats = was_; }
+  NoStats(const NoStats&) = delete;
+  NoStats& operator=(const NoStats&) = delete;
 
  private:
   Ctx& c_;
@@ -266,6 +282,9 @@ struct CollectionInfo {
 };
 std::vector<CollectionInfo> ListCollections(Ctx& c);
 bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out);
+// The name t's collection has now (a rename keeps the table and its refs);
+// false when it was dropped since t was opened.
+bool CollectionNameOf(const TableRef& t, std::string* out);
 void ResetCollectionStats(Ctx& c, const TableRef& t);
 void ResetCollectionStat(Ctx& c, const TableRef& t, Stat s);
 uint64_t CollectionEntries(const Ctx& c, const TableRef& t);

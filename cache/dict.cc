@@ -1138,6 +1138,7 @@ Status Dict::Validate() {
   if (torn_) return Status::kVersion;
   if (enc_ != DictEnc::kTree || version_ == 0) return Status::kOk;
   ReadInfo ri;
+  NoStats quiet(c_);  // a re-check, not a look-up
   Status s = Probe(c_, t_, key_, &ri);
   if (s == Status::kStale) return s;
   return s == Status::kOk && ri.version == version_ ? Status::kOk : Status::kVersion;
@@ -1153,6 +1154,7 @@ Status Dict::Commit() {
     // (kNoMem if the snapshot is still the key's state).
     if (!alloc_failed_) return Status::kVersion;
     ReadInfo ri;
+    NoStats quiet(c_);
     Status s = Probe(c_, t_, key_, &ri);
     bool current = version_ == 0 ? s == Status::kNotFound : s == Status::kOk && ri.version == version_;
     return current ? Status::kNoMem : Status::kVersion;

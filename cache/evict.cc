@@ -62,7 +62,38 @@ struct PickWeights {
 thread_local PickWeights t_weights;
 thread_local std::vector<SampledRecord> t_recs;  // Sample's, reused (its capacity)
 
-bool PickCollection(Ctx& c, std::string* name) {
+// Volatile policies: the collections where a whole sample found no key
+// with a TTL are left out of the pick for kNoTtlMs. The weights are all
+// keys, not keys with a TTL (no collection counts those), and Redis
+// samples each database's `expires`: without this, a db of keys with no
+// TTL beside a small db of keys with one made most samples come back
+// empty and the write answer -OOM while the small db had keys to evict.
+// When every collection with keys is marked, the marks are forgotten.
+constexpr int64_t kNoTtlMs = 1000;
+struct NoTtlMark {
+  std::string name;
+  int64_t until_ms;
+};
+thread_local std::vector<NoTtlMark> t_no_ttl;
+
+bool MarkedNoTtl(const std::string& name, int64_t now) {
+  for (const NoTtlMark& m : t_no_ttl) {
+    if (m.name == name && now < m.until_ms && now >= m.until_ms - kNoTtlMs) return true;
+  }
+  return false;
+}
+
+void MarkNoTtl(const std::string& name, int64_t now) {
+  for (NoTtlMark& m : t_no_ttl) {
+    if (m.name == name) {
+      m.until_ms = now + kNoTtlMs;
+      return;
+    }
+  }
+  t_no_ttl.push_back({name, now + kNoTtlMs});
+}
+
+bool PickCollection(Ctx& c, bool vol, std::string* name) {
   PickWeights& w = t_weights;
   int64_t now = NowMs(c);
   if (w.infos.empty() || now - w.at_ms >= 100 || now < w.at_ms || w.total == 0) {
@@ -72,8 +103,21 @@ bool PickCollection(Ctx& c, std::string* name) {
     w.at_ms = now;
   }
   if (w.total == 0) return false;
-  uint64_t r = DictRandom() % w.total;
+  uint64_t total = w.total;
+  bool skip = false;
+  if (vol && !t_no_ttl.empty() && !PC_CANARY(23)) {
+    uint64_t unmarked = 0;
+    for (const auto& ci : w.infos) unmarked += MarkedNoTtl(ci.name, now) ? 0 : ci.entries;
+    if (unmarked == 0) {
+      t_no_ttl.clear();
+    } else {
+      total = unmarked;
+      skip = true;
+    }
+  }
+  uint64_t r = DictRandom() % total;
   for (const auto& ci : w.infos) {
+    if (skip && MarkedNoTtl(ci.name, now)) continue;
     if (r < ci.entries) {
       *name = ci.name;
       return true;
@@ -160,7 +204,7 @@ namespace {
 bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>* out) {
   bool vol = Volatile(l.policy);
   std::string name;
-  if (!PickCollection(c, &name)) return false;
+  if (!PickCollection(c, vol, &name)) return false;
   TableRef t;
   if (OpenCollection(c, name, &t) != Status::kOk) {
     t_weights.at_ms = 0;  // dropped or renamed: the next sample reads the names again
@@ -188,7 +232,10 @@ bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>
     int cls = mem::ClassFor(RecordBytes(r.info.type, r.key.size(), r.info.vlen));
     out->push_back(Candidate{t, std::move(r.key), r.info.expire_ms, r.info.version, r.info.access, 0, cls});
   }
-  if (recs.empty()) t_weights.at_ms = 0;  // nothing there: the weights may be stale
+  if (recs.empty()) {
+    t_weights.at_ms = 0;  // nothing there: the weights may be stale
+    if (vol) MarkNoTtl(name, NowMs(c));
+  }
   return true;
 }
 
@@ -203,6 +250,10 @@ uint32_t Samples(const MemoryLimits& l) { return l.samples < kMaxSamples ? l.sam
 constexpr size_t kPoolSize = 16;
 thread_local std::vector<Candidate> t_pool;
 thread_local uint64_t t_pool_seq = 0;
+// The policy the pool's entries were sampled under: a switch (allkeys-lru
+// to volatile-lru) empties it, or keys without a TTL sampled before would
+// still be taken (Redis re-checks each entry in db->expires).
+thread_local EvictPolicy t_pool_policy = EvictPolicy::kNoEviction;
 // Ranks are below 2^24 (access.h: idle seconds modulo 2^13, or 255 -
 // frequency); the insertion count wraps after 2^40 samples, which only
 // reorders equal ranks for a moment.
@@ -266,6 +317,11 @@ bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
 }
 
 bool EvictByAccess(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
+  if (t_pool_policy != l.policy && !PC_CANARY(22)) {
+    t_pool.clear();
+    t_pool_policy = l.policy;
+  }
+  bool vol = Volatile(l.policy);
   for (int round = 0; round < kSampleRounds; ++round) {
     std::vector<Candidate> cands;
     if (!Sample(c, l, Samples(l), &cands)) {
@@ -279,10 +335,17 @@ bool EvictByAccess(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
     }
     while (!t_pool.empty()) {
       Candidate v = PoolTake();
-      // Still the record we ranked, not read since? (Probe does not touch.)
+      // Still the record we ranked, not read since? (Probe does not touch;
+      // nor is it a client's look-up: no keyspace hit or miss.)
       ReadInfo ri;
       if (!detail::Live(*v.t.h, v.t)) continue;  // dropped since
-      if (Probe(c, v.t, v.key, &ri) != Status::kOk || ri.version != v.version) continue;
+      Status ps;
+      {
+        NoStats quiet(c);
+        ps = Probe(c, v.t, v.key, &ri);
+      }
+      if (ps != Status::kOk || ri.version != v.version) continue;
+      if (vol && ri.expire_ms == 0 && !PC_CANARY(22)) continue;  // a volatile policy takes keys with a TTL only
       if (AccessEvictRank(LoadAccessParams(*c.catalog), ri.access) + 1 < v.rank) continue;
       if (EvictVictim(c, v, on_evict)) return true;
     }
@@ -325,6 +388,7 @@ void ForgetEvictionPool() {
   std::vector<Candidate>().swap(t_pool);
   std::vector<SampledRecord>().swap(t_recs);
   t_weights = PickWeights{};
+  std::vector<NoTtlMark>().swap(t_no_ttl);
 }
 
 bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
@@ -351,11 +415,11 @@ bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
   return false;
 }
 
-Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict) {
+Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict, int max_evictions) {
   *evicted = 0;
   MemoryLimits l = GetMemoryLimits(c);
   if (l.maxmemory == 0) return Status::kOk;
-  for (int i = 0; i < kMaxEvictionsPerCall; ++i) {
+  for (int i = 0; i < std::min(max_evictions, kMaxEvictionsPerCall); ++i) {
     if (mem::UsedMemory(c.arena) <= l.maxmemory) return Status::kOk;
     if (!EvictOne(c, l, on_evict)) return Status::kNoMem;
     ++*evicted;

@@ -52,7 +52,9 @@ using EvictedFn = std::function<void(std::string_view, std::string_view, uint64_
 // command run when its eviction time limit hits); kNoMem when the policy
 // cannot evict (the caller refuses the write: -OOM). *evicted counts
 // the keys it removed (also added to each collection's evicted stat).
-[[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {});
+// `max_evictions`: the bound (a worker's tick evicts in smaller steps).
+[[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {},
+                                  int max_evictions = 256);
 // One eviction by the policy, whatever the memory; false when there is no
 // candidate.
 bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict = {});

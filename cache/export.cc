@@ -91,7 +91,11 @@ Status ExportKey(Ctx& c, const TableRef& t, std::string_view key, Entry* out) {
   // The type can change between the probe and the read: look again.
   for (int round = 0; round < 64; ++round) {
     ReadInfo ri;
-    Status s = Probe(c, t, key, &ri);
+    Status s;
+    {
+      NoStats quiet(c);  // the read below is the look-up (DUMP counts once)
+      s = Probe(c, t, key, &ri);
+    }
     if (s != Status::kOk) return s;
     out->key.assign(key);
     if (ri.type == kTypeString || ri.type == kTypeInt) {
@@ -162,6 +166,7 @@ Status ExportStep(Ctx& c, const TableRef& t, uint64_t cursor, uint32_t count,
     emit(e);
   }, next);
   if (s != Status::kOk) return s;
+  NoStats quiet(c);  // a snapshot's or a save's reads are not look-ups
   for (const std::string& k : again) {
     s = ExportKey(c, t, k, &e);
     if (s == Status::kNotFound || s == Status::kWrongType) continue;  // gone meanwhile / no exported form

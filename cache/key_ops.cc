@@ -106,6 +106,7 @@ Status ObjectEncoding(Ctx& c, const TableRef& t, std::string_view key, std::stri
 
 Status MemoryUsage(Ctx& c, const TableRef& t, std::string_view key, uint64_t samples, uint64_t* bytes) {
   NoTouch quiet(c);
+  NoStats no_stats(c);  // Redis's MEMORY USAGE looks the key up without lookupKey
   for (int attempt = 0; attempt < 8; ++attempt) {
     ReadInfo ri;
     std::string v;
@@ -187,6 +188,7 @@ int64_t Ttl(Ctx& c, const TableRef& t, std::string_view key, TtlUnit unit) {
 Status MoveKey(Ctx& c, const TableRef& st, const TableRef& dt, std::string_view src,
                std::string_view dst, MoveMode mode, bool replace, bool* done) {
   *done = false;
+  NoStats quiet(c);  // RENAME / COPY / MOVE look up as writes: no keyspace hit or miss
   std::string v;
   bool stored = false;  // a round before stored dst: it is ours to replace
   for (int tries = 0; tries < 100; ++tries) {

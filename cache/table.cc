@@ -603,6 +603,10 @@ uint64_t CollectionEntries(const Ctx& c, const TableRef& t) {
   return cr > de ? cr - de : 0;
 }
 
+bool CollectionNameOf(const TableRef& t, std::string* out) {
+  return t.h != nullptr && detail::LiveTableName(*t.h, t, out);
+}
+
 bool CollectionInfoOf(Ctx& c, const TableRef& t, CollectionInfo* out) {
   const TableHeader& h = *t.h;
   if (h.state.load() != kTableLive || h.gen.load() != t.gen) return false;

@@ -37,6 +37,13 @@
 //  21  a process asked to give back its cells in draining pages frees its
 //      stack's cells there and keeps them on its stack (slab.cc
 //      ReturnDrainingStack): they are handed out twice
+//  22  the eviction pool keeps what another policy sampled, and a
+//      volatile policy takes a pooled key without a TTL (cache/evict.cc
+//      EvictByAccess): a switch from allkeys-lru to volatile-lru evicts
+//      keys that have no TTL
+//  23  volatile policies pick collections by all their keys, even those
+//      where a sample found no key with a TTL (cache/evict.cc
+//      PickCollection): -OOM while another collection has keys to evict
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

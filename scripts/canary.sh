@@ -23,7 +23,9 @@ names=("" "readers skip the seqlock re-check" "writers take no bucket lock"
        "the repair ignores a slot copy left in flight"
        "automove frees an overflow node it did not unlink"
        "a record whose trie cells moved keeps its version"
-       "a given-back stack cell stays on the stack (handed out twice)")
+       "a given-back stack cell stays on the stack (handed out twice)"
+       "a volatile policy evicts a pooled key without a TTL"
+       "volatile policies keep picking collections with no TTL keys")
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 

@@ -85,7 +85,10 @@ void CmdObject(CmdCtx& c) {
   // IDLETIME / FREQ: the record's access field (cache/access.h); a Probe
   // does not count as an access.
   cache::ReadInfo ri;
-  s = cache::Probe(*c.env.ctx, t, c.arg(2), &ri);
+  {
+    cache::NoStats quiet(*c.env.ctx);  // ObjectEncoding's read counted the look-up
+    s = cache::Probe(*c.env.ctx, t, c.arg(2), &ri);
+  }
   if (s == Status::kNotFound) return c.r.Null();
   if (s != Status::kOk) return ReplyStatus(c, s);
   cache::AccessParams p = cache::LoadAccessParams(*c.env.ctx->catalog);

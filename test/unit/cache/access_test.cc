@@ -10,6 +10,7 @@
 #include "cache/access.h"
 #include "cache/evict.h"
 #include "cache/internal.h"
+#include "cache/key_ops.h"
 #include "cache/ops.h"
 #include "test/unit/cache/fixture.h"
 
@@ -384,4 +385,78 @@ TEST(Access, TheNameOfADroppedCollectionIsNotWaitedFor) {
   CHECK_FALSE(cache::detail::LiveTableName(*t.h, t, &name));
   alarm(0);
   t.h->name_seq.fetch_add(1);
+}
+
+// Regression (session 22, canary 22): the LRU pool is this process's and
+// outlived a policy switch. Idle keys without a TTL sampled under
+// allkeys-lru were still in it after CONFIG SET maxmemory-policy
+// volatile-lru, outranked the fresh keys with a TTL, and went first.
+TEST(Access, ASwitchToAVolatilePolicyNeverTakesWhatAllKeysSampled) {
+  cache::TableRef t = f->Table("t", 64);
+  int64_t later = cache::NowMs(*c) + 3600 * 1000;
+  for (int i = 0; i < 200; ++i) Put(t, testing::Key(i));  // no TTL, idle
+  Advance(50);
+  for (int i = 200; i < 300; ++i) Put(t, testing::Key(i), later + 50000);  // TTL, fresh
+  // three evictions fill the pool with about a dozen idle keys
+  int fresh_first = EvictCount(cache::EvictPolicy::kAllKeysLru, 3, t, 200, 300);
+  for (auto pol : {cache::EvictPolicy::kVolatileLru, cache::EvictPolicy::kVolatileLfu}) {
+    CHECK_EQUAL(10, EvictCount(pol, 10, t, 200, 300));
+  }
+  int kept = 0;
+  for (int i = 0; i < 200; ++i) kept += cache::Probe(*c, t, testing::Key(i), nullptr) == Status::kOk;
+  CHECK_EQUAL(200 - (3 - fresh_first), kept);
+}
+
+// Regression (session 22, canary 23): collections are picked by all their
+// keys. Under a volatile policy a big collection without TTLs beside a
+// small one with them made nearly every sample come back empty, and
+// EvictOne gave up after 16 of them (-OOM) with keys to evict in the
+// small one.
+TEST(Access, VolatilePoliciesFindTheCollectionThatHasKeysWithATtl) {
+  cache::TableRef big = f->Table("big", 1024);
+  cache::TableRef small = f->Table("small", 64);
+  int64_t later = cache::NowMs(*c) + 3600 * 1000;
+  for (int i = 0; i < 8000; ++i) Put(big, testing::Key(i));
+  for (int i = 0; i < 60; ++i) Put(small, testing::Key(i), later + i);
+  for (auto pol : {cache::EvictPolicy::kVolatileRandom, cache::EvictPolicy::kVolatileTtl,
+                   cache::EvictPolicy::kVolatileLru}) {
+    cache::MemoryLimits l;
+    l.policy = pol;
+    cache::SetMemoryLimits(*c, l);
+    int evicted = 0;
+    for (int i = 0; i < 15; ++i) {
+      std::string coll;
+      if (cache::EvictOne(*c, l, [&](std::string_view cn, std::string_view, uint64_t) { coll = cn; })) {
+        CHECK_EQUAL(std::string("small"), coll);
+        ++evicted;
+      }
+    }
+    CHECK_EQUAL(15, evicted);
+    cache::ForgetEvictionPool();
+  }
+  CHECK_EQUAL(8000u, cache::CollectionEntries(*c, big));
+}
+
+// Regression (session 22): the engine's own look-ups were counted as
+// keyspace hits — each LRU eviction's re-check, MEMORY USAGE, the export
+// of an aggregate by a snapshot walk. Redis counts only a client's
+// look-ups (INFO keyspace_hits / keyspace_misses).
+TEST(Access, TheEnginesOwnLookUpsAreNotKeyspaceHits) {
+  cache::TableRef t = f->Table("t", 64);
+  for (int i = 0; i < 300; ++i) Put(t, testing::Key(i));
+  Advance(10);
+  auto hits = [&] {
+    cache::CollectionInfo ci;
+    CHECK(cache::CollectionInfoOf(*c, t, &ci));
+    return std::make_pair(ci.stats[cache::kStatHits], ci.stats[cache::kStatReads]);
+  };
+  auto before = hits();
+  (void)EvictCount(cache::EvictPolicy::kAllKeysLru, 50, t, 0, 300);
+  Put(t, "fresh");  // not evicted (any key:N may have been)
+  uint64_t bytes = 0;
+  CHECK(cache::MemoryUsage(*c, t, "fresh", 5, &bytes) == Status::kOk);
+  CHECK(before == hits());
+  std::string v;
+  CHECK(cache::GetString(*c, t, "fresh", &v) == Status::kOk);  // a client's GET counts
+  CHECK_EQUAL(before.first + 1, hits().first);
 }

@@ -132,8 +132,8 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
     // key of a collection perf_drop / perf_rename removed after it (their
     // tombstones come before the drop record, in one ring) must not make
     // the collection again when the rings are merged with it after the drop.
-    auto ti = k_.tomb->find(tk_);
-    if (ti != k_.tomb->end() && ti->second >= r.entry.version) {
+    // Nor one a versioned drop of its collection outranks (kWalDrop below).
+    if (Outranked(r.collection, tk_, r.entry.version)) {
       ++skipped;
       return true;
     }
@@ -156,39 +156,59 @@ bool WalApplier::Apply(const WalRecord& r, std::string* err) {
       ++applied;
       return true;
     }
-    case kWalFlush: {
-      uint64_t& fv = flushed_[r.collection];
-      if (r.entry.version > fv) fv = r.entry.version;
-      // Every key at or below the floor goes.
-      std::vector<std::string> keys = Keys(t);
-      std::string prefix = r.collection + '\0';
-      for (auto& [key, sd] : side_) {
-        if (key.compare(0, prefix.size(), prefix) == 0 &&
-            !Whole(t, std::string_view(key).substr(prefix.size()), &sd, nullptr, r.entry.version, err)) {
-          return false;
-        }
-      }
-      for (const std::string& k : keys) {
-        if (!side_.count(prefix + k)) RemoveIfNotAbove(t, k, r.entry.version);
-      }
+    case kWalFlush:
+      if (!FlushAt(t, r, err)) return false;
       ++applied;
       return true;
-    }
     case kWalDrop: {
-      // The keys' tombstones came first; what is tracked starts again.
       std::string prefix = r.collection + '\0';
+      bool configured = configured_ && configured_(r.collection);
+      if (r.entry.version != 0) {
+        // A drop at v (since session 22; WalMaxVersion when it was
+        // logged): the dropped life's versions are at or below v, and a
+        // collection made again starts above it. Records of that new life
+        // can come before the drop in the merged log (everysec: a
+        // worker's ring is drained before the MI's), so it removes only
+        // what is at or below v, as a flush does, and the collection goes
+        // only if nothing newer is in it. Unversioned drops (older
+        // segments) empty it whole, as before.
+        if (!FlushAt(t, r, err)) return false;
+        if (configured || !Keys(t).empty()) {
+          ++applied;
+          return true;
+        }
+      } else if (configured) {
+        for (const std::string& k : Keys(t)) (void)cache::Del(c_, t, k);
+      }
+      // The keys' tombstones came first; what is tracked starts again.
       std::erase_if(side_, [&](const auto& kv) { return kv.first.compare(0, prefix.size(), prefix) == 0; });
       // A configured collection is made again at every start: it stays,
       // emptied (anything left at this point is older). Any other goes,
       // and only a later put makes it.
-      if (configured_ && configured_(r.collection)) {
-        for (const std::string& k : Keys(t)) (void)cache::Del(c_, t, k);
-      } else if (cache::DropCollection(c_, r.collection) == Status::kOk) {
+      if (!configured && cache::DropCollection(c_, r.collection) == Status::kOk) {
         tables_[r.collection] = cache::TableRef{};
       }
       ++applied;
       return true;
     }
+  }
+  return true;
+}
+
+bool WalApplier::FlushAt(const cache::TableRef& t, const WalRecord& r, std::string* err) {
+  uint64_t& fv = flushed_[r.collection];
+  if (r.entry.version > fv) fv = r.entry.version;
+  // Every key at or below the floor goes.
+  std::vector<std::string> keys = Keys(t);
+  std::string prefix = r.collection + '\0';
+  for (auto& [key, sd] : side_) {
+    if (key.compare(0, prefix.size(), prefix) == 0 &&
+        !Whole(t, std::string_view(key).substr(prefix.size()), &sd, nullptr, r.entry.version, err)) {
+      return false;
+    }
+  }
+  for (const std::string& k : keys) {
+    if (!side_.count(prefix + k)) RemoveIfNotAbove(t, k, r.entry.version);
   }
   return true;
 }
@@ -214,6 +234,7 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
     if (expired) {
       uint64_t& tv = (*k_.tomb)[tk];
       if (e.version > tv) tv = e.version;
+      ended_.insert(tk);
     }
     return Whole(t, e.key, &it->second, expired ? nullptr : &e, e.version, err);
   }
@@ -230,6 +251,7 @@ bool WalApplier::Put(const cache::TableRef& t, const std::string& tk, const WalR
     uint64_t& tv = (*k_.tomb)[tk];
     if (e.version > tv) tv = e.version;
     RemoveIfNotAbove(t, e.key, e.version);
+    ended_.insert(tk);
     ++applied;
   } else if (s == Status::kVersion) {
     ++skipped;  // the table holds this state or a newer one
@@ -263,6 +285,7 @@ bool WalApplier::Fields(const cache::TableRef& t, const std::string& tk, const W
     // the newest expiry any record states.
     uint64_t& tv = (*k_.tomb)[tk];
     if (v > tv) tv = v;
+    ended_.insert(tk);
     return Whole(t, e.key, &sd, nullptr, v, err);
   }
   bool other_type = sd.type != 0 && sd.type != e.type;
@@ -467,11 +490,18 @@ void WalApplier::Error(std::string_view key, const std::string& why) {
 // version above the floor), and its tombstone may lie before the
 // snapshot's position: do not bring the key back. A key the snapshot held
 // but that expired while the daemon was down is not such a key (its
-// tombstone at the snapshot's version decides).
+// tombstone at the snapshot's version decides), nor is one an expired put
+// of the tail removed: the table lacks it because the replay ended that
+// life, and the tombstone at the put's version decides what comes after.
+// (A key's updates take its version + 1, which the floor can pass: the
+// snapshot's K@s, `EXPIRE K 1` at s+1, `PERSIST K` at s+2 <= floor, a
+// restart after the second — the PERSIST was skipped and K lost until
+// session 22.)
 bool WalApplier::SnapshotDropped(const std::string& coll, const std::string& tk, std::string_view key, uint64_t v) {
   auto sf = k_.snap_floor->find(coll);
   if (sf == k_.snap_floor->end() || v > sf->second) return false;
   if (k_.snap_expired && k_.snap_expired->count(tk)) return false;
+  if (ended_.count(tk)) return false;
   cache::ReadInfo ri;
   return cache::Probe(c_, *Current(), key, &ri) == Status::kNotFound;
 }

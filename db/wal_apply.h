@@ -132,6 +132,10 @@ class WalApplier {
   bool Put(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
   bool Fields(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
   bool Expiry(const cache::TableRef& t, const std::string& tk, const WalRecord& r, std::string* err);
+  // A flush record, or a versioned drop: every key at or below r's version
+  // goes (a tracked one by its bookkeeping), and later states at or below
+  // it are outranked.
+  bool FlushAt(const cache::TableRef& t, const WalRecord& r, std::string* err);
   // The bookkeeping of a key a fields or expire record at v names; starts
   // it from what the table holds. Null: the record is to be skipped.
   Side* Track(const cache::TableRef& t, const std::string& tk, const WalRecord& r);
@@ -157,6 +161,9 @@ class WalApplier {
   std::map<std::string, cache::TableRef> tables_;
   std::map<std::string, uint64_t> flushed_;  // collection -> newest flush floor
   std::unordered_map<std::string, Side> side_;  // collection \0 key -> tracked key
+  // collection \0 key: keys an expired put of the tail ended. Their absence
+  // is the replay's doing, not the snapshot's (SnapshotDropped).
+  std::unordered_set<std::string> ended_;
   uint64_t stores_ = 0;
   std::string tk_, coll_;  // the record being applied
   const cache::TableRef* cur_ = nullptr;

@@ -241,6 +241,13 @@ const char* WalLogger::Admit(int timeout_ms) {
   return nullptr;
 }
 
+bool WalLogger::HasRoom(uint64_t bytes) const {
+  if (broken_) return false;
+  if (!ring_) return true;
+  if (g_wal->failed_errno.load(std::memory_order_relaxed) != 0) return false;
+  return cap_ - (ring_->head.load(std::memory_order_relaxed) - ring_->tail.load(std::memory_order_acquire)) >= bytes;
+}
+
 bool WalLogger::Push(std::string_view rec, std::string_view collection, std::string_view key, std::string* err) {
   // A record larger than a quarter of the ring goes in as parts (kind 7,
   // db/wal.h), each appended once there is room for it: it never needs the
@@ -340,6 +347,7 @@ bool WalLogger::LogKey(cache::Ctx& c, const cache::TableRef& t, std::string_view
     // version (replay drops it, and it outranks older puts), not as a
     // tombstone at a floor that may be below them. Not an access (LRU).
     cache::NoTouch quiet(c);
+    cache::NoStats no_stats(c);  // nor a keyspace hit or miss
     struct PastClock {  // put back even when the export throws (bad_alloc)
       cache::Ctx& c;
       int64_t saved;
@@ -398,11 +406,11 @@ bool WalLogger::LogTombstone(std::string_view collection, std::string_view key, 
   return Push(buf_, collection, key, err);
 }
 
-bool WalLogger::LogDrop(std::string_view collection, std::string* err) {
+bool WalLogger::LogDrop(std::string_view collection, uint64_t version, std::string* err) {
   if (!ring_) return !broken_;
   buf_.clear();
-  pending_version_ = 0;
-  EncodeWalRecord(kWalDrop, collection, {}, 0, {}, 0, 0, &buf_);
+  pending_version_ = version;
+  EncodeWalRecord(kWalDrop, collection, {}, 0, {}, 0, version, &buf_);
   return Push(buf_, collection, {}, err);
 }
 

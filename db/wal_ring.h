@@ -149,6 +149,10 @@ class WalLogger {
   // answer (nothing is applied): the WAL cannot be written, or the ring
   // has had no room for `timeout_ms`.
   const char* Admit(int timeout_ms = 100);
+  // True when the WAL can be written and the ring has `bytes` free now:
+  // work that may log (a tick's evictions) goes ahead without waiting,
+  // and without Admit's refusals that follow a wait. True with no WAL.
+  bool HasRoom(uint64_t bytes) const;
   // After a write: log each changed key's state. False: the record could
   // not go into the ring (*err says why) — the caller must not acknowledge.
   // With the write's aggregate changes (cache::Ctx::dict_journal), a large
@@ -165,8 +169,10 @@ class WalLogger {
   // A key removed at a known version: an eviction, a FLUSHDB / FLUSHALL
   // (cache::Ctx::on_evict, on_cleared).
   bool LogTombstone(std::string_view collection, std::string_view key, uint64_t version, std::string* err);
-  // The collection is gone (after its keys' tombstones): kind 4, db/wal.h.
-  bool LogDrop(std::string_view collection, std::string* err);
+  // The collection is gone (after its keys' tombstones): kind 4, db/wal.h,
+  // at `version` (WalMaxVersion when dropped: every version of the dropped
+  // life is at or below it, a collection made again starts above it).
+  bool LogDrop(std::string_view collection, uint64_t version, std::string* err);
   // The ring position a reply waits for (everything logged so far).
   uint64_t position() const;
   bool Durable(uint64_t pos) const;

@@ -193,7 +193,21 @@ bool RecoverFromSnapshots(cache::Ctx& c, proc::ProcTable* pt, const proc::Config
   // Replayed also with fsync = off: segments a run with the WAL left hold
   // acknowledged writes the snapshot may not (turning the WAL off must not
   // drop them).
-  bool ok = db::ListWalSegments(cfg.wal_dir).empty() || ReplayWal(c, cfg, &rec, err);
+  bool ok = true;
+  if (!db::ListWalSegments(cfg.wal_dir).empty()) {
+    ok = ReplayWal(c, cfg, &rec, err);
+  } else if (rec.have_snapshot && rec.wal_from > 0) {
+    // No segment at all (removed by hand, or the snapshot copied to a new
+    // host): the WAL goes on after the snapshot's position, never below it
+    // — the next replay starts there and would skip every record written
+    // from 0 (session 22: all writes since such a start were lost at the
+    // next crash).
+    LOG_WARN("WAL: the snapshot covers position %llu but %s holds no segment: the WAL after the snapshot is "
+             "missing (removed, or lost with the machine); new records start at %llu",
+             static_cast<unsigned long long>(rec.wal_from), cfg.wal_dir.c_str(),
+             static_cast<unsigned long long>(rec.wal_from));
+    if (db::WalShared* w = db::Wal(); w && w->written_pos.load() < rec.wal_from) w->written_pos.store(rec.wal_from);
+  }
   // What expired in the downtime goes now, with every expiry the log states
   // known, and before the floors rise (a sweep's removal raises a floor to
   // the removed version, which the log's versions already bound).

@@ -837,7 +837,7 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
                                             "): take a BGSAVE before a restart");
               }
             }
-            if (!e->wal.LogDrop(name, &why)) {
+            if (!e->wal.LogDrop(name, db::WalMaxVersion(), &why)) {
               return mi::MiError(500, "renamed, but the WAL could not log it (" + why +
                                           "): take a BGSAVE before a restart");
             }
@@ -863,7 +863,9 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         // ... then the collection itself, so that a replay does not make
         // it again (empty) from the puts logged before the drop.
         std::string why;
-        if (e->wal.active() && e->wal_error.empty() && !e->wal.LogDrop(name, &why)) e->wal_error = why;
+        if (e->wal.active() && e->wal_error.empty() && !e->wal.LogDrop(name, db::WalMaxVersion(), &why)) {
+          e->wal_error = why;
+        }
         if (!Logged(*e, cache::TableRef{}, name, {}, &err)) return err;
         return mi::MiOk();
       });

@@ -4,6 +4,7 @@
 
 #include "cache/journal.h"
 #include "cache/evict.h"
+#include "mem/slab.h"
 #include "modules/exports.h"
 #include "proc/events.h"
 #include "proc/log.h"
@@ -231,7 +232,42 @@ bool SecurityWarning(net::Conn& c, std::string_view name) {
   c.close_after_write = true;
   return true;
 }
+
+// What each eviction tells: E_PERF_EVICTED (and the keyspace channels) for
+// subscribers, and a tombstone in the WAL so a restart does not bring the
+// key back.
+cache::EvictedFn EvictionReporter(Env& e, bool events) {
+  return [&e, events](std::string_view coll, std::string_view key, uint64_t version) {
+    if (events) {
+      proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
+                       NowMs(e));
+    }
+    if (e.wal.active()) WalLogRemoved(e, coll, key, version);
+  };
+}
 }  // namespace
+
+void EvictInBackground(Env& e) {
+  constexpr int kTickEvictions = 128;
+  const cache::Catalog& cat = *e.ctx->catalog;
+  uint64_t limit = cat.maxmemory.load(std::memory_order_relaxed);
+  if (limit == 0 || cat.maxmemory_policy.load(std::memory_order_relaxed) ==
+                        static_cast<uint32_t>(cache::EvictPolicy::kNoEviction)) {
+    return;
+  }
+  if (mem::UsedMemory(e.ctx->arena) <= limit) return;
+  if (!e.wal.HasRoom(64 * 1024)) return;  // a tombstone must not wait in a tick
+  e.wal_error.clear();
+  uint64_t evicted = 0;
+  (void)cache::EnsureMemory(*e.ctx, &evicted,
+                            EvictionReporter(e, proc::HasSubscribers(e.procs->events, proc::kEvEvicted)),
+                            kTickEvictions);
+  if (!e.wal_error.empty()) {
+    LOG_ERR("WAL: a tombstone of a background eviction could not be logged (%s): the key may come back at "
+            "a restart", e.wal_error.c_str());
+    e.wal_error.clear();
+  }
+}
 
 void Dispatch(Env& e, net::Conn& c) {
   std::string_view name = c.argv[0];
@@ -306,15 +342,7 @@ void Dispatch(Env& e, net::Conn& c) {
   bool evict_events = (spec->flags & kDenyOom) && proc::HasSubscribers(e.procs->events, proc::kEvEvicted);
   cache::EvictedFn on_evict;
   // Any logged write may evict (RENAME, SMOVE ... store records too).
-  if (evict_events || logged) {
-    on_evict = [&e, evict_events](std::string_view coll, std::string_view key, uint64_t version) {
-      if (evict_events) {
-        proc::RaiseEvent(e.procs->events, proc::kEvEvicted, {proc::P("collection", coll), proc::P("key", key)},
-                         NowMs(e));
-      }
-      if (e.wal.active()) WalLogRemoved(e, coll, key, version);
-    };
-  }
+  if (evict_events || logged) on_evict = EvictionReporter(e, evict_events);
   // maxmemory (cache/evict.h): a command that may grow memory makes room
   // first, by the policy, or is refused with nothing changed.
   if ((spec->flags & kDenyOom) && e.ctx->catalog->maxmemory.load(std::memory_order_relaxed) != 0) {

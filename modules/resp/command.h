@@ -97,6 +97,7 @@ struct Env {
   // logging the current command from a hook (eviction, clear).
   db::WalLogger wal;
   std::string wal_error;
+  std::string wal_name;  // LogKeyIn's copy of a collection's name
   // The aggregate writes of the command running (cache::Ctx::dict_journal,
   // set while a logged write runs): WalLogWrite logs large ones by field.
   std::vector<cache::DictChange> journal;
@@ -132,6 +133,14 @@ std::string ListCommands();
 void InitEnv(Env& e);
 // The door's dispatch: lookup, arity, auth, run.
 void Dispatch(Env& e, net::Conn& c);
+
+// A worker's tick: while used memory is above maxmemory under an evicting
+// policy, evict up to 128 keys (Redis evicts before every command and in
+// its eviction time proc after CONFIG SET maxmemory; here only commands
+// that may grow memory make room, so a lowered limit or a read-only load
+// comes down by these steps). Skipped while the WAL ring lacks room for
+// the tombstones.
+void EvictInBackground(Env& e);
 
 // ---- the WAL (wal_log.cc) ----
 // After a write command that did not answer an error: log the state of

@@ -35,8 +35,9 @@ bool DecodeEvent(std::string_view datagram, const std::vector<std::string>& db_n
         break;
       }
     }
-    out->push_back({"__keyevent@" + db + "__:" + what, key});
+    // Redis's order (notifyKeyspaceEvent): the keyspace channel, then the keyevent one.
     out->push_back({"__keyspace@" + db + "__:" + key, what});
+    out->push_back({"__keyevent@" + db + "__:" + what, key});
     return true;
   }
   out->push_back({"__perfcached__:" + name, mi::Serialize(params)});

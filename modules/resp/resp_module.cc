@@ -151,6 +151,7 @@ void Tick(void* p, int64_t now) {
   d->server->set_limits(max_bulk, query_buf, output);
   d->server->CloseIdle(now);
   d->server->CheckOutputLimits(now);
+  EvictInBackground(d->env);
   if (d->server->held()) d->server->ReleaseHeld();  // a wake-up that went astray costs one tick
   // Replies held for durability that cannot come (the WAL cannot be
   // written: after 2 s; a hung disk: after 30 s) are withdrawn: the

@@ -648,6 +648,135 @@ std::string ConfigValue(const Env& e, std::string_view name) {
   return "";
 }
 
+// One pair of CONFIG SET: checked, and stored when `apply`. An error is
+// answered here (false). CmdConfig checks every pair before it stores any.
+bool Refuse(CmdCtx& c, const std::string& e) {
+  c.r.Error(e);
+  return false;
+}
+
+bool ConfigSetOne(CmdCtx& c, std::string_view k, std::string_view v, bool apply) {
+  if (EqNoCase(k, "timeout")) {
+    long long t;
+    if (!ParseLL(v, &t)) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
+                "couldn't be parsed into an integer");
+      return false;
+    }
+    if (t < 0 || t > INT32_MAX) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
+                "must be between 0 and 2147483647 inclusive");
+      return false;
+    }
+    if (apply) c.env.procs->live_timeout.store(static_cast<int32_t>(t));
+  } else if (EqNoCase(k, "loglevel")) {
+    proc::LogLevel l;
+    std::string lv(v);
+    if (lv == "verbose") lv = "info";
+    if (lv == "warning" || !proc::LogLevelFromName(lv, &l)) {
+      if (lv == "warning") l = proc::LogLevel::kWarning;
+      else {
+        c.r.Error("ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) "
+                  "must be one of the following: debug, verbose, notice, warning");
+        return false;
+      }
+    }
+    if (apply) c.env.procs->live_loglevel.store(static_cast<int32_t>(l));
+  } else if (EqNoCase(k, "proto-max-bulk-len") || EqNoCase(k, "client-query-buffer-limit")) {
+    int64_t x;
+    if (!proc::ParseMemSize(v, &x)) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                "') - argument must be a memory value");
+      return false;
+    }
+    if (x < (int64_t{1} << 20)) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                "') - argument must be between 1048576 and 9223372036854775807 inclusive");
+      return false;
+    }
+    if (apply) {
+      (EqNoCase(k, "proto-max-bulk-len") ? c.env.procs->live_proto_max_bulk
+                                         : c.env.procs->live_query_buf).store(x);
+    }
+  } else if (EqNoCase(k, "client-output-buffer-limit")) {
+    proc::Config tmp;
+    tmp.output_normal = {c.env.procs->live_output[0][0].load(), c.env.procs->live_output[0][1].load(),
+                         c.env.procs->live_output[0][2].load()};
+    tmp.output_pubsub = {c.env.procs->live_output[1][0].load(), c.env.procs->live_output[1][1].load(),
+                         c.env.procs->live_output[1][2].load()};
+    std::string err;
+    if (!proc::ParseOutputLimits(v, &tmp, &err)) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - " +
+                err);
+      return false;
+    }
+    const proc::Config::OutputLimit* ol[2] = {&tmp.output_normal, &tmp.output_pubsub};
+    for (int cl = 0; apply && cl < 2; ++cl) {
+      c.env.procs->live_output[cl][0].store(ol[cl]->hard);
+      c.env.procs->live_output[cl][1].store(ol[cl]->soft);
+      c.env.procs->live_output[cl][2].store(ol[cl]->soft_s);
+    }
+  } else if (EqNoCase(k, "maxmemory") || EqNoCase(k, "maxmemory-policy") ||
+             EqNoCase(k, "maxmemory-samples")) {
+    cache::MemoryLimits l = cache::GetMemoryLimits(*c.env.ctx);
+    std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
+    if (EqNoCase(k, "maxmemory")) {
+      int64_t x;
+      if (!proc::ParseMemSize(v, &x) || x < 0) return Refuse(c, pre + "argument must be a memory value");
+      l.maxmemory = static_cast<uint64_t>(x);
+    } else if (EqNoCase(k, "maxmemory-policy")) {
+      cache::EvictPolicy p;
+      if (!cache::ParsePolicy(v, &p)) {
+        return Refuse(c, pre + "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
+                               "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, "
+                               "noeviction");
+      }
+      l.policy = p;
+    } else {
+      long long x;
+      if (!ParseLL(v, &x)) return Refuse(c, pre + "argument couldn't be parsed into an integer");
+      if (x < 1 || x > INT32_MAX) return Refuse(c, pre + "argument must be between 1 and 2147483647 inclusive");
+      l.samples = static_cast<uint32_t>(x);
+    }
+    if (apply) cache::SetMemoryLimits(*c.env.ctx, l);
+  } else if (EqNoCase(k, "lfu-log-factor") || EqNoCase(k, "lfu-decay-time")) {
+    std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
+    long long x;
+    if (!ParseLL(v, &x)) return Refuse(c, pre + "argument couldn't be parsed into an integer");
+    if (x < 0 || x > INT32_MAX) return Refuse(c, pre + "argument must be between 0 and 2147483647 inclusive");
+    cache::AccessParams p = cache::LoadAccessParams(*c.env.ctx->catalog);
+    if (EqNoCase(k, "lfu-log-factor")) p.log_factor = static_cast<uint32_t>(x);
+    else p.decay_min = static_cast<uint32_t>(x);
+    if (apply) cache::SetLfuParams(*c.env.ctx, p.log_factor, p.decay_min);
+  } else if (int f = LimitField(k); f >= 0) {
+    long long x;
+    if (!ParseLL(v, &x)) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                "') - argument couldn't be parsed into an integer");
+      return false;
+    }
+    bool list = f == 5;
+    if ((list && (x < INT32_MIN || x > INT32_MAX)) || (!list && x < 0)) {
+      c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                (list ? "') - argument must be between -2147483648 and 2147483647 inclusive"
+                      : "') - argument must be between 0 and 9223372036854775807 inclusive"));
+      return false;
+    }
+    cache::DictLimits l = cache::GetDictLimits(*c.env.ctx);
+    StoreLimit(l, f, x);
+    if (apply) cache::SetDictLimits(*c.env.ctx, l);
+  } else {
+    bool known = false;
+    for (const auto& p : kConfigParams) known |= EqNoCase(k, p.name);
+    c.r.Error(known ? "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
+                          "') - can't set immutable config"
+                    : "ERR Unknown option or number of arguments for CONFIG SET - '" +
+                          std::string(k) + "'");
+    return false;
+  }
+  return true;
+}
+
 void CmdConfig(CmdCtx& c) {
   std::string_view sub = c.arg(1);
   if (EqNoCase(sub, "GET") && c.argc() >= 3) {
@@ -666,125 +795,40 @@ void CmdConfig(CmdCtx& c) {
       c.r.Bulk(v);
     }
   } else if (EqNoCase(sub, "SET") && c.argc() >= 4 && c.argc() % 2 == 0) {
-    for (size_t i = 2; i < c.argc(); i += 2) {
-      std::string_view k = c.arg(i), v = c.arg(i + 1);
-      if (EqNoCase(k, "timeout")) {
-        long long t;
-        if (!ParseLL(v, &t)) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
-                    "couldn't be parsed into an integer");
-          return;
-        }
-        if (t < 0 || t > INT32_MAX) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument "
-                    "must be between 0 and 2147483647 inclusive");
-          return;
-        }
-        c.env.procs->live_timeout.store(static_cast<int32_t>(t));
-      } else if (EqNoCase(k, "loglevel")) {
-        proc::LogLevel l;
-        std::string lv(v);
-        if (lv == "verbose") lv = "info";
-        if (lv == "warning" || !proc::LogLevelFromName(lv, &l)) {
-          if (lv == "warning") l = proc::LogLevel::kWarning;
-          else {
-            c.r.Error("ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) "
-                      "must be one of the following: debug, verbose, notice, warning");
-            return;
+    // All or nothing, as Redis 7: names first (an unknown one wins, then
+    // an immutable or repeated one), then every value, then the stores.
+    std::string unknown, bad;
+    const char* why = nullptr;
+    for (size_t i = 2; i < c.argc() && unknown.empty(); i += 2) {
+      std::string_view k = c.arg(i);
+      const LiveParam* found = nullptr;
+      for (const auto& p : kConfigParams) {
+        if (EqNoCase(k, p.name)) found = &p;
+      }
+      if (!found) {
+        unknown = k;
+      } else if (!why && !found->settable) {
+        why = "can't set immutable config";
+        bad = k;
+      } else if (!why) {
+        // The same name twice (Redis 7.0 takes an alias and its name, such
+        // as hash-max-ziplist-entries and hash-max-listpack-entries, as two).
+        for (size_t j = 2; j < i && !why; j += 2) {
+          if (EqNoCase(c.arg(j), k)) {
+            why = "duplicate parameter";
+            bad = k;
           }
         }
-        c.env.procs->live_loglevel.store(static_cast<int32_t>(l));
-      } else if (EqNoCase(k, "proto-max-bulk-len") || EqNoCase(k, "client-query-buffer-limit")) {
-        int64_t x;
-        if (!proc::ParseMemSize(v, &x)) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                    "') - argument must be a memory value");
-          return;
-        }
-        if (x < (int64_t{1} << 20)) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                    "') - argument must be between 1048576 and 9223372036854775807 inclusive");
-          return;
-        }
-        (EqNoCase(k, "proto-max-bulk-len") ? c.env.procs->live_proto_max_bulk
-                                           : c.env.procs->live_query_buf).store(x);
-      } else if (EqNoCase(k, "client-output-buffer-limit")) {
-        proc::Config tmp;
-        tmp.output_normal = {c.env.procs->live_output[0][0].load(), c.env.procs->live_output[0][1].load(),
-                             c.env.procs->live_output[0][2].load()};
-        tmp.output_pubsub = {c.env.procs->live_output[1][0].load(), c.env.procs->live_output[1][1].load(),
-                             c.env.procs->live_output[1][2].load()};
-        std::string err;
-        if (!proc::ParseOutputLimits(v, &tmp, &err)) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - " +
-                    err);
-          return;
-        }
-        const proc::Config::OutputLimit* ol[2] = {&tmp.output_normal, &tmp.output_pubsub};
-        for (int cl = 0; cl < 2; ++cl) {
-          c.env.procs->live_output[cl][0].store(ol[cl]->hard);
-          c.env.procs->live_output[cl][1].store(ol[cl]->soft);
-          c.env.procs->live_output[cl][2].store(ol[cl]->soft_s);
-        }
-      } else if (EqNoCase(k, "maxmemory") || EqNoCase(k, "maxmemory-policy") ||
-                 EqNoCase(k, "maxmemory-samples")) {
-        cache::MemoryLimits l = cache::GetMemoryLimits(*c.env.ctx);
-        std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
-        if (EqNoCase(k, "maxmemory")) {
-          int64_t x;
-          if (!proc::ParseMemSize(v, &x) || x < 0) return c.r.Error(pre + "argument must be a memory value");
-          l.maxmemory = static_cast<uint64_t>(x);
-        } else if (EqNoCase(k, "maxmemory-policy")) {
-          cache::EvictPolicy p;
-          if (!cache::ParsePolicy(v, &p)) {
-            return c.r.Error(pre + "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
-                                   "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, "
-                                   "noeviction");
-          }
-          l.policy = p;
-        } else {
-          long long x;
-          if (!ParseLL(v, &x)) return c.r.Error(pre + "argument couldn't be parsed into an integer");
-          if (x < 1 || x > INT32_MAX) return c.r.Error(pre + "argument must be between 1 and 2147483647 inclusive");
-          l.samples = static_cast<uint32_t>(x);
-        }
-        cache::SetMemoryLimits(*c.env.ctx, l);
-      } else if (EqNoCase(k, "lfu-log-factor") || EqNoCase(k, "lfu-decay-time")) {
-        std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
-        long long x;
-        if (!ParseLL(v, &x)) return c.r.Error(pre + "argument couldn't be parsed into an integer");
-        if (x < 0 || x > INT32_MAX) return c.r.Error(pre + "argument must be between 0 and 2147483647 inclusive");
-        cache::AccessParams p = cache::LoadAccessParams(*c.env.ctx->catalog);
-        if (EqNoCase(k, "lfu-log-factor")) p.log_factor = static_cast<uint32_t>(x);
-        else p.decay_min = static_cast<uint32_t>(x);
-        cache::SetLfuParams(*c.env.ctx, p.log_factor, p.decay_min);
-      } else if (int f = LimitField(k); f >= 0) {
-        long long x;
-        if (!ParseLL(v, &x)) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                    "') - argument couldn't be parsed into an integer");
-          return;
-        }
-        bool list = f == 5;
-        if ((list && (x < INT32_MIN || x > INT32_MAX)) || (!list && x < 0)) {
-          c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                    (list ? "') - argument must be between -2147483648 and 2147483647 inclusive"
-                          : "') - argument must be between 0 and 9223372036854775807 inclusive"));
-          return;
-        }
-        cache::DictLimits l = cache::GetDictLimits(*c.env.ctx);
-        StoreLimit(l, f, x);
-        cache::SetDictLimits(*c.env.ctx, l);
-      } else {
-        bool known = false;
-        for (const auto& p : kConfigParams) known |= EqNoCase(k, p.name);
-        c.r.Error(known ? "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) +
-                              "') - can't set immutable config"
-                        : "ERR Unknown option or number of arguments for CONFIG SET - '" +
-                              std::string(k) + "'");
-        return;
       }
     }
+    if (!unknown.empty()) {
+      return c.r.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + unknown + "'");
+    }
+    if (why) return c.r.Error("ERR CONFIG SET failed (possibly related to argument '" + bad + "') - " + why);
+    for (size_t i = 2; i < c.argc(); i += 2) {
+      if (!ConfigSetOne(c, c.arg(i), c.arg(i + 1), false)) return;
+    }
+    for (size_t i = 2; i < c.argc(); i += 2) (void)ConfigSetOne(c, c.arg(i), c.arg(i + 1), true);
     c.env.procs->live_gen.fetch_add(1);
     c.r.Simple("OK");
   } else if (EqNoCase(sub, "RESETSTAT") && c.argc() == 2) {

@@ -24,7 +24,13 @@ namespace {
 bool LogKeyIn(Env& e, int db, std::string_view key, std::string* err) {
   cache::TableRef t;
   if (!TableForDb(e, db, &t)) return true;  // gone: its flush covers it
-  return e.wal.LogKey(*e.ctx, t, e.db_names[static_cast<size_t>(db)], key, err, &e.journal);
+  // Under the name the table has now, not the db's configured one: after
+  // `perf_rename 0 archive` this worker's ref still names the same table,
+  // and its writes land there. Logged under "0", a write the rename's walk
+  // had passed was dropped at replay with "0" (session 22, found by
+  // review). Dropped since: its drop covers it.
+  if (!cache::CollectionNameOf(t, &e.wal_name)) return true;
+  return e.wal.LogKey(*e.ctx, t, e.wal_name, key, err, &e.journal);
 }
 
 // Commands whose key range names keys they only read: the keys they change.

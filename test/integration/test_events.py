@@ -148,14 +148,18 @@ class RespPubSub(unittest.TestCase):
             raw.close()
             w = redis.Redis(port=d.port, socket_timeout=10)
             w.set("call:1", "v", px=150)
-            got = {}
+            got, order = {}, []
             deadline = time.time() + 10
             while time.time() < deadline and len(got) < 2:
                 m = ps.get_message(timeout=1)
                 if m and m["type"] in ("message", "pmessage") and m["channel"].startswith(b"__key"):
                     got[m["channel"]] = m["data"]
+                    order.append(m["channel"])
             self.assertEqual(got.get(b"__keyevent@0__:expired"), b"call:1")
             self.assertEqual(got.get(b"__keyspace@0__:call:1"), b"expired")
+            # Redis's order: the keyspace channel first (it was the other
+            # way round until session 22).
+            self.assertEqual(order, [b"__keyspace@0__:call:1", b"__keyevent@0__:expired"])
             # Growth events go out on __perfcached__:E_PERF_GROWN with JSON params.
             w1 = redis.Redis(port=d.port, db=1, socket_timeout=10)
             p = w1.pipeline(transaction=False)

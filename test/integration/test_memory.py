@@ -701,6 +701,99 @@ class Eviction(unittest.TestCase):
             self.assertEqual(self.survivors("p:", 2000), 2000, policy)
             r.config_set("maxmemory", 0)
 
+    def test_volatile_policies_find_the_db_that_has_keys_with_a_ttl(self):
+        # Regression (review, session 22): collections were picked by all
+        # their keys, so db 0's 40,000 keys without a TTL took most samples
+        # and about half the writes to db 1 answered -OOM while db 1 had
+        # keys with a TTL to evict (redis-server samples each db's expires).
+        r1 = redis.Redis(host="127.0.0.1", port=self.d.port, db=1, socket_timeout=30)
+        self.addCleanup(r1.close)
+        for k in range(0, 40000, 1000):
+            p = self.r.pipeline(transaction=False)
+            for i in range(k, k + 1000):
+                p.set("plain:%d" % i, "v")
+            p.execute()
+
+        def fill(prefix, n):
+            out = []
+            for k in range(0, n, 500):
+                p = r1.pipeline(transaction=False)
+                for i in range(k, min(n, k + 500)):
+                    p.set("%s%d" % (prefix, i), value(i, 1000), ex=1000)
+                out.extend(p.execute(raise_on_error=False))
+            return [e for e in out if e is not True]
+
+        for policy in ("volatile-lru", "volatile-random", "volatile-ttl"):
+            r1.flushdb()
+            self.assertEqual(fill("t:", 1000), [])
+            self.limit(policy, 2)
+            errors = fill("more:", 5000)
+            self.assertEqual(errors[:1], [], policy)
+            self.assertGreater(int(self.r.info("stats")["evicted_keys"]), 1000, policy)
+            self.assertEqual(self.r.dbsize(), 40000, policy)
+            self.r.config_set("maxmemory", 0)
+
+    def test_a_switch_to_volatile_lru_keeps_keys_without_ttl(self):
+        # Regression (review, session 22): the LRU pool of idle keys without
+        # a TTL, sampled under allkeys-lru, outlived CONFIG SET
+        # maxmemory-policy volatile-lru and went first.
+        r = self.r
+        self.limit("allkeys-lru", 2)
+        self.assertEqual([e for e in self.write("p:", 4000) if e is not True], [])
+        time.sleep(3.1)
+        self.assertEqual([e for e in self.write("p:", 500, start=4000) if e is not True], [])
+        self.assertGreater(int(r.info("stats")["evicted_keys"]), 500)
+        p = r.pipeline(transaction=False)
+        for i in range(4500):
+            p.exists("p:%d" % i)
+        kept = [i for i, e in enumerate(p.execute()) if e]
+        # 1 MB of room: keys with a TTL exist before the first eviction
+        # (with none, redis-server answers -OOM too).
+        self.limit("volatile-lru", 1)
+        before = int(r.info("stats")["evicted_keys"])
+        self.assertEqual([e for e in self.write("t:", 3000, ex=1000) if e is not True], [])
+        self.assertGreater(int(r.info("stats")["evicted_keys"]) - before, 1500)
+        p = r.pipeline(transaction=False)
+        for i in kept:
+            p.exists("p:%d" % i)
+        self.assertEqual(sum(p.execute()), len(kept))
+
+    def test_evictions_are_not_keyspace_hits(self):
+        # Regression (review, session 22): each LRU eviction's re-check of
+        # its victim counted as a keyspace hit (redis-server: 0 hits here).
+        r = self.r
+        r.config_resetstat()
+        self.limit("allkeys-lru", 2)
+        self.assertEqual([e for e in self.write("w:", 6000) if e is not True], [])
+        st = r.info("stats")
+        self.assertGreater(int(st["evicted_keys"]), 1000)
+        self.assertEqual((int(st["keyspace_hits"]), int(st["keyspace_misses"])), (0, 0))
+        r.memory_usage("w:5999")
+        self.assertEqual(int(r.info("stats")["keyspace_hits"]), 0)
+        r.get("w:5999")
+        self.assertEqual(int(r.info("stats")["keyspace_hits"]), 1)
+
+    def test_a_lowered_maxmemory_evicts_without_writes(self):
+        # Redis evicts before every command and in the background after
+        # CONFIG SET maxmemory; here only writes made room, so a read-only
+        # load over a lowered limit kept every key (review, session 22).
+        # Each worker's tick now evicts while used memory is above it.
+        r = self.r
+        r.config_set("maxmemory-policy", "allkeys-lru")
+        self.assertEqual([e for e in self.write("k:", 10000) if e is not True], [])
+        used = used_memory(r)
+        r.config_set("maxmemory", used - (5 << 20))
+        deadline = time.time() + 20
+        while time.time() < deadline and used_memory(r) > used - (5 << 20):
+            r.get("k:1")
+            time.sleep(0.2)
+        self.assertLessEqual(used_memory(r), used - (5 << 20))
+        n = r.dbsize()
+        self.assertLess(n, 6500)
+        self.assertGreater(n, 3000)
+        self.assertEqual(int(r.info("stats")["evicted_keys"]), 10000 - n)
+        r.config_set("maxmemory", 0)
+
     def test_volatile_lru_evicts_the_longest_idle_of_the_keys_with_ttl(self):
         # As allkeys-lru's test, with a TTL on the hot and cold keys and an
         # older, never-read set without one that must stay whole.

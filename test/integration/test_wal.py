@@ -389,6 +389,27 @@ class Wal(unittest.TestCase):
                              "v%d" % i)
         self.assertEqual(mi(d2, "perf_get", {"key": "after", "collection": "ra"})["result"]["value"], "x")
 
+    def test_writes_to_a_renamed_db_are_logged_where_they_landed(self):
+        """Regression (review, session 22): a worker's table ref survives
+        perf_rename (the table is the same), so SELECT 0 writes after
+        `perf_rename 0 archive` land in archive; they were logged under
+        "0", so a crash put them back in "0" (and a write the rename's walk
+        had passed was dropped with "0"). Memory and log must agree."""
+        from test_db import mi
+        d = self.daemon(extra=["daemon.allow_create=yes"])
+        r = redis.Redis(port=d.port)  # one connection: one worker and its ref
+        r.set("before", "1")
+        self.assertEqual(mi(d, "perf_rename", ["0", "archive"]).get("result"), "OK")
+        r.set("after", "2")
+        r.set("before", "3")
+        self.assertEqual(mi(d, "perf_get", {"key": "after", "collection": "archive"})["result"]["value"], "2")
+        kill9_all(d)
+        d2 = self.daemon(extra=["daemon.allow_create=yes"])
+        for k, v in (("after", "2"), ("before", "3")):
+            got = mi(d2, "perf_get", {"key": k, "collection": "archive"})
+            self.assertEqual(got.get("result", {}).get("value"), v, (k, got))
+        self.assertIsNone(redis.Redis(port=d2.port).get("after"))
+
     def test_evicted_keys_do_not_come_back(self):
         d = self.daemon(extra=["memory.maxmemory=24mb", "memory.maxmemory_policy=allkeys-lru"], arena_mb=64)
         r = redis.Redis(port=d.port)
@@ -428,6 +449,36 @@ class Wal(unittest.TestCase):
         log = d2.read_log()
         self.assertIn("recovered 30000 key(s) from snapshot", log)
         self.assertIn("WAL replay: 2 record(s)", log)
+
+    def test_writes_after_a_start_with_no_segment_survive_the_next_crash(self):
+        # Regression (review, session 22): a snapshot at WAL position P and
+        # no segment left (removed by hand, or the snapshot copied to a new
+        # host). The WAL numbered its new records from 0, the next replay
+        # started at P and skipped them: every write since that start was
+        # lost at the next crash.
+        d = self.daemon()
+        r = redis.Redis(port=d.port)
+        for i in range(500):
+            r.set("old:%d" % i, "x" * 50)
+        self.assertTrue(r.save())
+        self.assertEqual(d.stop(), 0)
+        for f in glob.glob(self.dir + "/data/wal-*.log"):
+            os.unlink(f)
+        d2 = self.daemon()
+        r2 = redis.Redis(port=d2.port)
+        self.assertEqual(r2.dbsize(), 500)
+        log2 = d2.read_log()
+        for i in range(50):
+            r2.set("new:%d" % i, i)
+        r2.delete("old:7")
+        kill9_all(d2)
+        d3 = self.daemon()
+        r3 = redis.Redis(port=d3.port)
+        self.assertEqual(r3.get("new:49"), b"49")
+        self.assertIsNone(r3.get("old:7"))
+        self.assertEqual(r3.dbsize(), 549)
+        self.assertIn("WAL replay: 51 record(s)", d3.read_log())
+        self.assertIn("holds no segment", log2)
 
     def test_torn_tail_is_cut_and_reported_and_W_verifies(self):
         d = self.daemon()

@@ -479,6 +479,38 @@ TEST(WalApply, AKeyTheSnapshotHeldExpiredIsBroughtBackByANewerTtl) {
   f.ctx->clock_skew_ms -= 10000;
 }
 
+// Regression (session 22, found by review): a key's updates take its
+// version + 1, which the floor can pass. The snapshot's K@s, then in the
+// tail `EXPIRE K 1` (s+1) and `PERSIST K` (s+2, at or below the floor),
+// and a restart after the first TTL: the expired put removed K, and the
+// PERSIST was then taken for a key the snapshot had dropped and skipped
+// (K lost, the PERSIST acknowledged).
+TEST(WalApply, AWriteAfterATailPutThatExpiredIsNotTakenForOneTheSnapshotDropped) {
+  int64_t now = cache::NowMs(*f.ctx);
+  CHECK(cache::Set(*f.ctx, src, "K", "v") == Status::kOk);
+  CHECK(cache::Set(*f.ctx, src, "L", "w") == Status::kOk);
+  for (int i = 0; i < 50; ++i) CHECK(cache::Set(*f.ctx, src, "X", std::to_string(i)) == Status::kOk);
+  CHECK(cache::Del(*f.ctx, src, "X") == Status::kOk);  // the floor passes K's next versions
+  Snap snap = TakeSnap({"K", "L"});
+  (void)log.Take();
+  bool changed = false;
+  Write("K", [&] {
+    CHECK(cache::Expire(*f.ctx, src, "K", now + 1000, cache::ExpireCond::kAlways, &changed) == Status::kOk);
+  });
+  Write("K", [&] { CHECK(cache::Persist(*f.ctx, src, "K", &changed) == Status::kOk && changed); });
+  // The same with a SET after a SET PX that expired.
+  cache::StoreOpts px;
+  px.expire_ms = now + 1000;
+  Write("L", [&] { CHECK(cache::Set(*f.ctx, src, "L", "short", px) == Status::kOk); });
+  Write("L", [&] { CHECK(cache::Set(*f.ctx, src, "L", "kept") == Status::kOk); });
+  auto r = log.Take();
+  LONGS_EQUAL(4, r.size());
+  for (const db::WalRecord& w : r) CHECK(w.entry.version <= snap.floor);
+  f.ctx->clock_skew_ms += 10000;  // the restart: the TTLs have passed
+  ReplayAndCompare(r, "dst_ended", {"K", "L"}, &snap);
+  f.ctx->clock_skew_ms -= 10000;
+}
+
 // ---- expire records (kind 6) -------------------------------------------------
 
 namespace {
@@ -779,5 +811,53 @@ TEST(WalApply, ARecordMergedAfterItsCollectionsDropDoesNotMakeItAgain) {
     clock.Release();
     cache::TableRef t;
     CHECK_TEXT(cache::OpenCollection(*f.ctx, name, &t) != Status::kOk, (name + " was made again").c_str());
+  }
+}
+
+// Regression (review, session 22): under everysec a worker's ring is
+// drained before the MI's, so `perf_drop c`, `perf_create c` and a SET in
+// the new c within one drain put the new key's record before the drop
+// record; the drop emptied the collection whatever the versions, and the
+// acknowledged key was lost at every restart. A drop now carries the
+// version it was logged at (WalMaxVersion): it removes only what is at or
+// below it, and the collection goes only if nothing newer is in it.
+TEST(WalApply, AVersionedDropKeepsTheNewLifeMergedBeforeIt) {
+  Write("K", [&] { CHECK(cache::Set(*f.ctx, src, "K", "old") == Status::kOk); });
+  auto r = log.Take();
+  LONGS_EQUAL(1, r.size());
+  const uint64_t v = r[0].entry.version;
+  db::WalRecord tomb, drop, fresh = r[0], stale = r[0];
+  tomb.kind = db::kWalTombstone;
+  tomb.entry.key = "K";
+  tomb.entry.version = v;
+  drop.kind = db::kWalDrop;
+  fresh.entry.key = "N";
+  fresh.entry.value = "new";
+  fresh.entry.version = v + 6;  // made again: above the drop
+  for (uint64_t at : {v + 5, uint64_t{0}}) {  // a versioned drop; an unversioned one (older segments)
+    const std::string name = "dst_vdrop" + std::to_string(at);
+    drop.entry.version = at;
+    Applied a;
+    db::RecoveryClock clock(*f.ctx);
+    db::WalApplier ap(*f.ctx, db::WalApplier::Known{&a.top, &a.tomb, &a.snap_floor, &a.snap_expired, &clock}, {},
+                      [](const std::string& line) { FAIL(line.c_str()); });
+    // the worker's ring (the old put, the new life's put), then the MI's
+    // (tombstone, drop), then the old put again, merged late
+    for (db::WalRecord x : {r[0], fresh, tomb, drop, stale}) {
+      x.collection = name;
+      std::string err;
+      CHECK_TEXT(ap.Apply(x, &err), err.c_str());
+    }
+    clock.Release();
+    cache::TableRef t;
+    if (at == 0) {
+      CHECK_TEXT(cache::OpenCollection(*f.ctx, name, &t) != Status::kOk, "an unversioned drop drops it whole");
+      continue;
+    }
+    CHECK(cache::OpenCollection(*f.ctx, name, &t) == Status::kOk);
+    std::string got;
+    CHECK(cache::GetString(*f.ctx, t, "N", &got) == Status::kOk);
+    CHECK_EQUAL(std::string("new"), got);
+    CHECK(cache::Probe(*f.ctx, t, "K", nullptr) == Status::kNotFound);
   }
 }

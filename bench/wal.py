@@ -12,7 +12,7 @@ faster). Both servers get 2 threads of work on a 2-core machine:
 perfcached 2 workers, redis-server its one thread plus its fsync thread.
 
   /usr/bin/python3 bench/wal.py [--requests N] [--clients C] [--pipeline P,P..] [--size B] [--runs R]
-                                [--workers W] [--dir DIR]
+                                [--workers W] [--dir DIR] [--pin]
 
 Each row is run R times (default 3), the two servers alternated, and the
 medians compared. Next to requests/s: the server's CPU time per SET (user
@@ -21,6 +21,12 @@ supervisor, workers, timer and WAL process). At pipeline 1 on two cores
 redis-benchmark itself is the bottleneck (one core at 100%), so requests/s
 swings by +-7% between identical runs; the CPU per SET is the steadier
 figure of what each server costs (CPU ratio below 1 = perfcached cheaper).
+
+--pin: redis-benchmark runs on CPU 0 and the server (every process and
+thread of it) on CPU 1, for both servers: each side has a core of its
+own, so neither server's worker preempts the client on its core (with
+two workers on two cores, one of them shares the client's core). Use it
+with --workers 1: both servers then have one core.
 
 --dir: where the files go (default: a temporary directory under /var/tmp,
 a real disk; /tmp may be tmpfs, where fsync costs nothing). Timings are
@@ -82,6 +88,15 @@ def process_tree(pid):
     return pids
 
 
+CLIENT_CPU, SERVER_CPU = "0", "1"
+
+
+def pinned(a, args):
+    """args under taskset when --pin is given (the process and everything it
+    forks or starts inherit the CPU)."""
+    return (["taskset", "-c", SERVER_CPU if args[0] != "redis-benchmark" else CLIENT_CPU] + args) if a.pin else args
+
+
 def bench(port, a, pipeline, pid):
     """(SET requests/s, server CPU microseconds per SET, redis-benchmark's
     CPU microseconds per SET): the server's
@@ -93,8 +108,8 @@ def bench(port, a, pipeline, pid):
     pids = process_tree(pid)
     t0 = sum(cpu_ticks(x) for x in pids)
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-r", "1000000",
-                          "-c", str(a.clients), "-P", str(pipeline), "-d", str(a.size), "-q"],
+    out = subprocess.run(pinned(a, ["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-r", "1000000",
+                                    "-c", str(a.clients), "-P", str(pipeline), "-d", str(a.size), "-q"]),
                          capture_output=True, text=True, timeout=900).stdout
     m = re.findall(r"SET: ([\d.]+) requests per second", out)
     if not m:
@@ -105,7 +120,7 @@ def bench(port, a, pipeline, pid):
     return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n, client
 
 
-def run_redis(d, policy):
+def run_redis(a, d, policy):
     port = free_port()
     args = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "",
             "--daemonize", "no", "--logfile", os.path.join(d, "redis.log")]
@@ -113,7 +128,7 @@ def run_redis(d, policy):
         args += ["--appendonly", "no"]
     else:
         args += ["--appendonly", "yes", "--appendfsync", policy]
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(pinned(a, args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_ping(port)
         return port, p
@@ -122,12 +137,12 @@ def run_redis(d, policy):
         raise
 
 
-def run_perfcached(d, policy, workers):
+def run_perfcached(a, d, policy, workers):
     port = free_port()
     args = [PERFCACHED, "-D", "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=", "-o", "mi.datagram=",
             "-o", "memory.arena_mb=1024", "-o", "daemon.workers=%d" % workers, "-o", "daemon.pid_file=" + d + "/pid",
             "-o", "wal.dir=" + d + "/data", "-o", 'wal.save=""', "-o", "wal.fsync=" + policy]
-    p = subprocess.Popen(args, stdout=open(os.path.join(d, "perfcached.log"), "w"), stderr=subprocess.STDOUT)
+    p = subprocess.Popen(pinned(a, args), stdout=open(os.path.join(d, "perfcached.log"), "w"), stderr=subprocess.STDOUT)
     try:
         wait_ping(port)
         return port, p
@@ -154,13 +169,15 @@ def main():
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--pin", action="store_true")
     a = ap.parse_args()
     base = tempfile.mkdtemp(prefix="perfcached-walbench-", dir=a.dir or "/var/tmp")
     fs = subprocess.run(["stat", "-f", "-c", "%T", base], capture_output=True, text=True).stdout.strip()
     workers = [int(x) for x in a.workers.split(",")]
     print("bench/wal.py: SET, %d requests (x10 when pipelined), %d clients, %d-byte values, perfcached with %s "
-          "worker(s), median of %d alternated runs, files on %s (%s)" %
-          (a.requests, a.clients, a.size, a.workers, a.runs, base, fs))
+          "worker(s), median of %d alternated runs, files on %s (%s)%s" %
+          (a.requests, a.clients, a.size, a.workers, a.runs, base, fs,
+           ", client on CPU %s, server on CPU %s" % (CLIENT_CPU, SERVER_CPU) if a.pin else ""))
     import statistics
     try:
         for pipeline in [int(x) for x in a.pipeline.split(",")]:
@@ -174,7 +191,7 @@ def main():
                 extra = {w: "" for w in workers}
                 for _ in range(a.runs):
                     d = tempfile.mkdtemp(dir=base)
-                    port, p = run_redis(d, redis_policy)
+                    port, p = run_redis(a, d, redis_policy)
                     try:
                         rps, cpu, cl = bench(port, a, pipeline, p.pid)
                         r_runs.append(rps)
@@ -204,7 +221,7 @@ def main():
 def one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, extra):
     """One perfcached run with nw workers; appends to the per-worker-count lists."""
     d = tempfile.mkdtemp(dir=base)
-    port, p = run_perfcached(d, pc_policy, nw)
+    port, p = run_perfcached(a, d, pc_policy, nw)
     try:
         rps, cpu, cl = bench(port, a, pipeline, p.pid)
         p_runs[nw].append(rps)

@@ -301,9 +301,9 @@ Candidate PoolTake() {
 // on_evict gets the collection's name after the eviction (a rename since
 // the sample is followed: the tombstone goes under the name the key had),
 // or the name read just before it if the collection was dropped meanwhile
-// (the tombstone must be written even then: the drop record carries no
-// version, and a put of the key in another worker's ring may reach the
-// WAL after it).
+// (the tombstone must be written even then: a put of the key in another
+// worker's ring may reach the WAL after the drop record, which names no
+// key, and drops logged before session 22 carry no version either).
 bool EvictVictim(Ctx& c, const Candidate& v, const EvictedFn& on_evict) {
   std::string name;
   if (on_evict && !detail::LiveTableName(*v.t.h, v.t, &name)) return false;  // dropped since the sample

@@ -91,14 +91,11 @@ Status ExportKey(Ctx& c, const TableRef& t, std::string_view key, Entry* out) {
   // The type can change between the probe and the read: look again.
   for (int round = 0; round < 64; ++round) {
     ReadInfo ri;
-    Status s;
-    {
-      NoStats quiet(c);  // the read below is the look-up (DUMP counts once)
-      s = Probe(c, t, key, &ri);
-    }
+    Status s = Probe(c, t, key, &ri);  // the look-up (DUMP: one hit or one miss)
     if (s != Status::kOk) return s;
     out->key.assign(key);
     if (ri.type == kTypeString || ri.type == kTypeInt) {
+      NoStats quiet(c);  // the value's read is not a second look-up
       s = GetString(c, t, key, &out->value, &ri);  // a counter arrives as decimal text
       if (s != Status::kOk) return s;
       if (ri.type != kTypeString && ri.type != kTypeInt) continue;

@@ -255,13 +255,23 @@ void EvictInBackground(Env& e) {
                         static_cast<uint32_t>(cache::EvictPolicy::kNoEviction)) {
     return;
   }
-  if (mem::UsedMemory(e.ctx->arena) <= limit) return;
-  if (!e.wal.HasRoom(64 * 1024)) return;  // a tombstone must not wait in a tick
+  int64_t now = NowMs(e);
+  if (now < e.evict_idle_until_ms || mem::UsedMemory(e.ctx->arena) <= limit) return;
+  cache::EvictedFn report = EvictionReporter(e, proc::HasSubscribers(e.procs->events, proc::kEvEvicted));
   e.wal_error.clear();
-  uint64_t evicted = 0;
-  (void)cache::EnsureMemory(*e.ctx, &evicted,
-                            EvictionReporter(e, proc::HasSubscribers(e.procs->events, proc::kEvEvicted)),
-                            kTickEvictions);
+  // One key at a time, each with room for its tombstone in the ring first:
+  // a push that waits would hold the loop (up to 10 s), and a key evicted
+  // after a tombstone failed would come back at a restart.
+  for (int i = 0; i < kTickEvictions && e.wal_error.empty() && e.wal.HasRoom(64 * 1024); ++i) {
+    uint64_t evicted = 0;
+    if (cache::EnsureMemory(*e.ctx, &evicted, report, 1) != mem::Status::kOk) {
+      // The policy finds nothing to evict (volatile-* with no key with a
+      // TTL): a second before the next try, not 16 failed samples a tick.
+      e.evict_idle_until_ms = now + 1000;
+      break;
+    }
+    if (evicted == 0) break;  // under the limit
+  }
   if (!e.wal_error.empty()) {
     LOG_ERR("WAL: a tombstone of a background eviction could not be logged (%s): the key may come back at "
             "a restart", e.wal_error.c_str());

@@ -98,6 +98,7 @@ struct Env {
   db::WalLogger wal;
   std::string wal_error;
   std::string wal_name;  // LogKeyIn's copy of a collection's name
+  int64_t evict_idle_until_ms = 0;  // EvictInBackground: the policy found nothing; wait until then
   // The aggregate writes of the command running (cache::Ctx::dict_journal,
   // set while a logged write runs): WalLogWrite logs large ones by field.
   std::vector<cache::DictChange> journal;

@@ -797,9 +797,11 @@ void CmdConfig(CmdCtx& c) {
   } else if (EqNoCase(sub, "SET") && c.argc() >= 4 && c.argc() % 2 == 0) {
     // All or nothing, as Redis 7: names first (an unknown one wins, then
     // an immutable or repeated one), then every value, then the stores.
+    // The first bad name decides which error is answered (Redis 7 records
+    // only the first).
     std::string unknown, bad;
     const char* why = nullptr;
-    for (size_t i = 2; i < c.argc() && unknown.empty(); i += 2) {
+    for (size_t i = 2; i < c.argc() && unknown.empty() && !why; i += 2) {
       std::string_view k = c.arg(i);
       const LiveParam* found = nullptr;
       for (const auto& p : kConfigParams) {
@@ -807,10 +809,10 @@ void CmdConfig(CmdCtx& c) {
       }
       if (!found) {
         unknown = k;
-      } else if (!why && !found->settable) {
+      } else if (!found->settable) {
         why = "can't set immutable config";
         bad = k;
-      } else if (!why) {
+      } else {
         // The same name twice (Redis 7.0 takes an alias and its name, such
         // as hash-max-ziplist-entries and hash-max-listpack-entries, as two).
         for (size_t j = 2; j < i && !why; j += 2) {

@@ -772,6 +772,9 @@ class Eviction(unittest.TestCase):
         self.assertEqual(int(r.info("stats")["keyspace_hits"]), 0)
         r.get("w:5999")
         self.assertEqual(int(r.info("stats")["keyspace_hits"]), 1)
+        # DUMP is one look-up, as in Redis: a miss counts once
+        self.assertIsNone(r.dump("nosuch"))
+        self.assertEqual(int(r.info("stats")["keyspace_misses"]), 1)
 
     def test_a_lowered_maxmemory_evicts_without_writes(self):
         # Redis evicts before every command and in the background after

@@ -474,6 +474,9 @@ class Wal(unittest.TestCase):
         kill9_all(d2)
         d3 = self.daemon()
         r3 = redis.Redis(port=d3.port)
+        # The replay's look-ups are not a client's (review, session 22).
+        st = r3.info("stats")
+        self.assertEqual((int(st["keyspace_hits"]), int(st["keyspace_misses"])), (0, 0))
         self.assertEqual(r3.get("new:49"), b"49")
         self.assertIsNone(r3.get("old:7"))
         self.assertEqual(r3.dbsize(), 549)

@@ -33,10 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string name = ev["method"].get<std::string>();
   if (name == "E_PERF_EXPIRED") {
     if (out.size() != 2) std::abort();
-    if (out[0].channel.rfind("__keyevent@", 0) != 0 || out[1].channel.rfind("__keyspace@", 0) != 0) {
+    // Redis's order: the keyspace channel, then the keyevent one.
+    if (out[0].channel.rfind("__keyspace@", 0) != 0 || out[1].channel.rfind("__keyevent@", 0) != 0) {
       std::abort();
     }
-    if (out[1].message != "expired") std::abort();
+    if (out[0].message != "expired") std::abort();
   } else {
     if (out.size() != 1 || out[0].channel != "__perfcached__:" + name) std::abort();
     mi::Json m = mi::Json::parse(out[0].message, nullptr, false);

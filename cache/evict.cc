@@ -22,9 +22,8 @@ constexpr const char* kNames[kPolicyCount] = {
     "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
 };
 
-// Keys a call may evict before it gives up (Redis bounds its eviction loop
-// by time; a count is the same bound on a cache without a clock per key).
-constexpr int kMaxEvictionsPerCall = 256;
+// The eviction loop looks at the clock every this many keys (Redis's).
+constexpr int kClockEvery = 16;
 // maxmemory-samples above this counts as this (a bounded scan per eviction).
 constexpr uint32_t kMaxSamples = 64;
 // Sampling rounds for one eviction before "no candidate".
@@ -415,16 +414,40 @@ bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict) {
   return false;
 }
 
-Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict, int max_evictions) {
+uint64_t EvictionTimeLimitUs(int tenacity) {
+  if (tenacity <= 0) return 0;
+  if (tenacity <= 10) return 50 * static_cast<uint64_t>(tenacity);
+  if (tenacity >= 100) return kNoTimeLimit;
+  double us = 500.0;
+  for (int i = 10; i < tenacity; ++i) us *= 1.15;
+  return static_cast<uint64_t>(us);
+}
+
+namespace {
+uint64_t MonoUs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+}  // namespace
+
+Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict, int max_evictions,
+                    uint64_t time_limit_us) {
   *evicted = 0;
   MemoryLimits l = GetMemoryLimits(c);
   if (l.maxmemory == 0) return Status::kOk;
-  for (int i = 0; i < std::min(max_evictions, kMaxEvictionsPerCall); ++i) {
+  uint64_t start = 0;
+  for (uint64_t i = 0;; ++i) {
     if (mem::UsedMemory(c.arena) <= l.maxmemory) return Status::kOk;
+    if (max_evictions > 0 && i >= static_cast<uint64_t>(max_evictions)) break;
+    if (i % kClockEvery == 0 && time_limit_us != kNoTimeLimit) {
+      if (i == 0) start = MonoUs();
+      else if (MonoUs() - start >= time_limit_us) break;
+    }
     if (!EvictOne(c, l, on_evict)) return Status::kNoMem;
     ++*evicted;
   }
-  // Still above after the bound, but the policy is making progress: the
+  // Still above after a bound, but the policy is making progress: the
   // command runs (Redis's EVICT_RUNNING when its eviction time limit hits;
   // a jump of used memory, e.g. a table segment, needs more than one
   // command's evictions to absorb).

@@ -47,14 +47,22 @@ void InitMemoryLimits(Catalog* cat);
 using EvictedFn = std::function<void(std::string_view, std::string_view, uint64_t)>;
 
 // Before a write that may grow memory: evict until used memory is at most
-// maxmemory, at most 256 keys. kOk when it is, when no limit is set, or when
-// the bound was reached with the policy still evicting (as Redis lets a
-// command run when its eviction time limit hits); kNoMem when the policy
-// cannot evict (the caller refuses the write: -OOM). *evicted counts
-// the keys it removed (also added to each collection's evicted stat).
-// `max_evictions`: the bound (a worker's tick evicts in smaller steps).
+// maxmemory. kOk when it is, when no limit is set, or when a bound was
+// reached with the policy still evicting (as Redis lets a command run when
+// its eviction time limit hits; the workers' ticks go on evicting); kNoMem
+// when the policy cannot evict (the caller refuses the write: -OOM).
+// *evicted counts the keys it removed (also added to each collection's
+// evicted stat). Bounds: `max_evictions` keys (0 = no count bound; a
+// worker's tick evicts one at a time), and `time_limit_us`, checked every
+// 16 keys as Redis does (EvictionTimeLimitUs; kNoTimeLimit = none).
+inline constexpr uint64_t kNoTimeLimit = UINT64_MAX;
 [[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {},
-                                  int max_evictions = 256);
+                                  int max_evictions = 0, uint64_t time_limit_us = 500);
+// maxmemory-eviction-tenacity (0..100, Redis's default 10) as a time
+// bound for one command's evictions, Redis's curve: 50 us a step up to
+// 10 (500 us), then 15% more a step, 100 = none (kNoTimeLimit).
+uint64_t EvictionTimeLimitUs(int tenacity);
+
 // One eviction by the policy, whatever the memory; false when there is no
 // candidate.
 bool EvictOne(Ctx& c, const MemoryLimits& l, const EvictedFn& on_evict = {});

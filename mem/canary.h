@@ -44,6 +44,9 @@
 //  23  volatile policies pick collections by all their keys, even those
 //      where a sample found no key with a TTL (cache/evict.cc
 //      PickCollection): -OOM while another collection has keys to evict
+//  24  the volatile walk charges every bucket to its budget, hint 0 or
+//      not (cache/scan.cc SampleStep): one key with a TTL among many
+//      without is out of reach and eviction answers -OOM
 
 #ifdef PERFCACHED_CANARY
 namespace mem {

@@ -220,7 +220,8 @@ bool Sample(Ctx& c, const MemoryLimits& l, uint32_t want, std::vector<Candidate>
     uint64_t visited = 0;
     uint32_t left = want - static_cast<uint32_t>(recs.size());
     s = SampleStep(c, t, start, left, vol ? 128 : 8, vol, &recs, &visited);
-    if (s == Status::kOk && recs.empty() && !PC_CANARY(15)) {
+    // (A volatile walk that went round the whole table has nothing more to read.)
+    if (s == Status::kOk && recs.empty() && visited < nb && !PC_CANARY(15)) {
       uint64_t more = 0, rest = nb > visited ? nb - visited : 0;
       uint32_t budget = static_cast<uint32_t>(std::min<uint64_t>(kSparseBuckets, rest));
       if (budget > 0) s = SampleStep(c, t, start + visited, left, budget, vol, &recs, &more);
@@ -431,19 +432,19 @@ uint64_t MonoUs() {
 }
 }  // namespace
 
-Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict, int max_evictions,
-                    uint64_t time_limit_us) {
+Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict, const EvictBounds& b) {
   *evicted = 0;
   MemoryLimits l = GetMemoryLimits(c);
   if (l.maxmemory == 0) return Status::kOk;
   uint64_t start = 0;
   for (uint64_t i = 0;; ++i) {
     if (mem::UsedMemory(c.arena) <= l.maxmemory) return Status::kOk;
-    if (max_evictions > 0 && i >= static_cast<uint64_t>(max_evictions)) break;
-    if (i % kClockEvery == 0 && time_limit_us != kNoTimeLimit) {
+    if (b.max_keys > 0 && i >= static_cast<uint64_t>(b.max_keys)) break;
+    if (i % kClockEvery == 0 && b.time_limit_us != kNoTimeLimit) {
       if (i == 0) start = MonoUs();
-      else if (MonoUs() - start >= time_limit_us) break;
+      else if (MonoUs() - start >= b.time_limit_us) break;
     }
+    if (b.may_evict && !b.may_evict()) break;
     if (!EvictOne(c, l, on_evict)) return Status::kNoMem;
     ++*evicted;
   }

@@ -52,12 +52,19 @@ using EvictedFn = std::function<void(std::string_view, std::string_view, uint64_
 // its eviction time limit hits; the workers' ticks go on evicting); kNoMem
 // when the policy cannot evict (the caller refuses the write: -OOM).
 // *evicted counts the keys it removed (also added to each collection's
-// evicted stat). Bounds: `max_evictions` keys (0 = no count bound; a
-// worker's tick evicts one at a time), and `time_limit_us`, checked every
-// 16 keys as Redis does (EvictionTimeLimitUs; kNoTimeLimit = none).
+// evicted stat).
 inline constexpr uint64_t kNoTimeLimit = UINT64_MAX;
+struct EvictBounds {
+  int max_keys = 0;              // 0 = no count bound (a worker's tick evicts one at a time)
+  uint64_t time_limit_us = 500;  // checked every 16 keys as Redis does (EvictionTimeLimitUs)
+  // Asked before each eviction (empty = always yes): false stops the loop
+  // as a bound does. The WAL door says no while its ring has no room for a
+  // tombstone or one failed: a key evicted without its tombstone would
+  // come back at a restart.
+  std::function<bool()> may_evict;
+};
 [[nodiscard]] Status EnsureMemory(Ctx& c, uint64_t* evicted, const EvictedFn& on_evict = {},
-                                  int max_evictions = 0, uint64_t time_limit_us = 500);
+                                  const EvictBounds& bounds = {});
 // maxmemory-eviction-tenacity (0..100, Redis's default 10) as a time
 // bound for one command's evictions, Redis's curve: 50 us a step up to
 // 10 (500 us), then 15% more a step, 100 = none (kNoTimeLimit).

@@ -611,13 +611,16 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       // the bracket (no new cell, no slot change).
       std::atomic<uint32_t>& seq = onode ? h.ovf.seq : b->seq;
       int64_t exp = o.keep_ttl ? old_exp : o.expire_ms;
+      // The hint before the record (both under the bucket lock): a walk
+      // that skips hint-0 buckets (cache/scan.cc TtlSkip) never misses a
+      // published expiry, even when this process is killed in between.
+      LowerHint(a, h, idx, exp);
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       ov.set_meta(exp, ver);
       ov.set_access(AccessOnWrite(LoadAccessParams(*c.catalog), ov.access()));
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
-      LowerHint(a, h, idx, exp);
       if (ovf_locked) mem::Unlock(h.ovf.lock);
       mem::Unlock(b->lock);
       // The old value is the new one: format it from our private record,
@@ -654,6 +657,7 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
       node = 0;
       Count(c, h, kStatOvfInserts);
     };
+    LowerHint(a, h, idx, nv.expire());  // before the record is published (above)
     if (i >= 0 && !spill) {
       WriteBegin(*b);
       ReplaceSlot(*b, i, nrec);
@@ -683,7 +687,6 @@ Status Set(Ctx& c, const TableRef& t, std::string_view key, std::string_view val
     } else {
       link_node();
     }
-    LowerHint(a, h, idx, nv.expire());
     if (ovf_locked) mem::Unlock(h.ovf.lock);
     mem::Unlock(b->lock);
     // After the locks: copy the old value out if asked, then free it.

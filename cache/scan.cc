@@ -325,12 +325,11 @@ namespace {
 constexpr uint64_t kMaxSkipped = uint64_t{1} << 20;
 
 // True when bucket `idx` can hold no key with a TTL for a volatile walk:
-// its expire hint is 0 (no position holds one; maint.cc keeps the hint at
-// or below the earliest expiry of its positions) and no overflow chain it
-// reads is set. Wrong only for a moment (a writer between its store and
-// LowerHint, under the bucket lock; a killed holder until the repair
-// recomputes the hint): the key is missed by this one sample. At level <
-// 12 a bucket reads several chains: never skipped when there is overflow.
+// its expire hint is 0 (no position holds one: every write of an expiry
+// lowers the hint under the bucket lock before it publishes the record,
+// and splits, merges, sweeps and repairs recompute it from the positions)
+// and no overflow chain it reads is set. At level < 12 a bucket reads
+// several chains: never skipped when there is overflow.
 class TtlSkip {
  public:
   TtlSkip(const mem::Arena& a, const TableHeader& h, uint64_t route)
@@ -380,8 +379,8 @@ Status SampleStep(Ctx& c, const TableRef& t, uint64_t start, uint32_t want, uint
   TtlSkip skip(c.arena, h, route);
   for (uint64_t idx = start % nb; *visited < nb && read < limit && found < want; idx = (idx + 1) % nb) {
     ++*visited;
-    if (ttl_only && skipped < kMaxSkipped && !PC_CANARY(24) && skip.Skip(idx)) {
-      ++skipped;
+    if (ttl_only && !PC_CANARY(24) && skip.Skip(idx)) {
+      if (++skipped >= kMaxSkipped) break;  // 4 MiB of hints read: enough for one walk
       continue;
     }
     ++read;

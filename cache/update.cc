@@ -123,13 +123,13 @@ Status SetExpire(Ctx& c, const TableRef& t, std::string_view key, int64_t expire
       removed = true;
     } else if (ok) {
       std::atomic<uint32_t>& seq = KeySeq(h, k);
+      LowerHint(a, h, k.idx, expire_ms);  // before the record (cache/scan.cc TtlSkip)
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
       published = NextVersion(v.version());
       v.set_meta(expire_ms, published);
       PC_CRASH_POINT();
       seq.fetch_add(1, std::memory_order_acq_rel);
-      LowerHint(a, h, k.idx, expire_ms);
     }
     *changed = ok;
   }

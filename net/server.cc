@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -231,6 +232,48 @@ void Server::CloseIdle(int64_t now_ms) {
       Close(c);
     }
   }
+}
+
+size_t Conn::Memory() const {
+  size_t n = sizeof(Conn) + in.capacity() + out.capacity() + argv.capacity() * sizeof(argv[0]) +
+             parser.table_bytes() + name.capacity();
+  for (const auto* v : {&channels, &patterns}) {
+    for (const std::string& ch : *v) n += sizeof ch + ch.capacity();
+  }
+  return n;
+}
+
+namespace {
+bool Evictable(const Conn* c) { return c && !c->no_evict && c->hold_until == 0 && !c->closing; }
+}  // namespace
+
+uint64_t Server::ClientMemory(uint64_t* biggest) const {
+  uint64_t all = 0;
+  *biggest = 0;
+  for (const Conn* c : all_) {
+    if (!c) continue;
+    uint64_t m = c->Memory();
+    all += m;
+    if (Evictable(c)) *biggest = std::max(*biggest, m);
+  }
+  return all;
+}
+
+size_t Server::EvictLargest(const std::function<bool(uint64_t)>& go) {
+  std::vector<std::pair<uint64_t, Conn*>> by_size;
+  for (Conn* c : all_) {
+    if (Evictable(c)) by_size.emplace_back(c->Memory(), c);
+  }
+  std::sort(by_size.begin(), by_size.end(),
+            [](const auto& x, const auto& y) { return x.first > y.first; });
+  size_t n = 0;
+  for (const auto& [m, c] : by_size) {  // Close frees only that connection
+    if (!go(m)) break;
+    Count(kCtrEvictedClients);
+    Close(c);
+    ++n;
+  }
+  return n;
 }
 
 void Server::Kill(uint64_t id) {

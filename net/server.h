@@ -93,7 +93,11 @@ struct Conn {
   int64_t hold_since_ms = 0;  // when the hold began (DropHeld)
   bool in_held = false;       // listed in the server's held_ (once)
   bool flush_queued = false;  // listed in the server's to_flush_ (once)
+  bool no_evict = false;      // CLIENT NO-EVICT on: never closed by maxmemory-clients
   size_t pending() const { return out.size() - out_pos; }
+  // What this client holds (Redis's tot-mem): its buffers as allocated,
+  // the argument table, its name and subscriptions, and the Conn itself.
+  size_t Memory() const;
 };
 
 struct ServerOptions {
@@ -141,6 +145,14 @@ class Server {
   void ForEachMutable(const std::function<void(Conn&)>& fn);
   void CloseIdle(int64_t now_ms);  // timeout enforcement
   void Kill(uint64_t id);          // CLIENT KILL ID
+  // maxmemory-clients: the memory of every client of this server, and
+  // (*biggest) of its largest one that may be evicted (not NO-EVICT, not
+  // waiting for durability; 0 = none).
+  uint64_t ClientMemory(uint64_t* biggest) const;
+  // Close evictable clients largest first while go(its memory) says yes
+  // (each counted in kDoorEvictedClients); how many were closed. One pass
+  // over the connections and one sort, however many go.
+  size_t EvictLargest(const std::function<bool(uint64_t)>& go);
   const ServerOptions& options() const { return opt_; }
   void set_timeout(int s) { opt_.timeout_s = s; }
   // A reload (SIGHUP): who may connect and whether AUTH is required, for
@@ -202,7 +214,7 @@ class Server {
 
 // Door counter indices (match proc::DoorStat).
 enum : int { kCtrOpen = 0, kCtrAccepted, kCtrRejected, kCtrCommands, kCtrErrors, kCtrBytesIn,
-             kCtrBytesOut, kCtrOutputLimit, kCtrQueryLimit };
+             kCtrBytesOut, kCtrOutputLimit, kCtrQueryLimit, kCtrEvictedClients };
 
 int64_t WallMs();
 

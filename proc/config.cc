@@ -185,6 +185,20 @@ const ParamSpec kParams[] = {
             "volatile-random | volatile-ttl")),
     Reloads(INT_ROW("memory", maxmemory_samples, maxmemory_samples, 1, 2147483647,
             "keys sampled per eviction (Redis maxmemory-samples; above 64 counts as 64)")),
+    Reloads(INT_ROW("memory", maxmemory_eviction_tenacity, maxmemory_eviction_tenacity, 0, 100,
+            "how long one write may evict before it runs anyway: 10 = 500 us, +15% a step, 100 = no bound "
+            "(Redis maxmemory-eviction-tenacity)")),
+    Reloads(ParamSpec{"memory", "maxmemory_clients", ParamType::kString,
+              "close the largest RESP clients while all clients' buffers take more than this: a size, "
+              "or N% of maxmemory; 0 = none (Redis maxmemory-clients)",
+              [](Config& c, std::string_view v, std::string* e) {
+                if (ParseClientsLimit(v, &c.maxmemory_clients)) return true;
+                *e = "expected 0, a memory size (64mb) or a percentage of maxmemory (0% to 100%), got '" +
+                     std::string(v) + "'";
+                return false;
+              },
+              [](const Config& c) { return FormatClientsLimit(c.maxmemory_clients); },
+              [](Config& to, const Config& from) { to.maxmemory_clients = from.maxmemory_clients; }}),
     Reloads(INT_ROW("memory", lfu_log_factor, lfu_log_factor, 0, 2147483647,
             "LFU counter growth: an access adds 1 with odds 1/((counter-5)*factor+1) (Redis lfu-log-factor)")),
     Reloads(INT_ROW("memory", lfu_decay_time, lfu_decay_time, 0, 2147483647,
@@ -526,6 +540,29 @@ bool ParseMemSize(std::string_view s, int64_t* out) {
   }
   *out = x * mul;
   return true;
+}
+
+bool ParsePercent(std::string_view s, int64_t* pct) {
+  if (s.size() < 2 || s.back() != '%') return false;
+  std::string_view num = s.substr(0, s.size() - 1);
+  if (num[0] < '0' || num[0] > '9' || (num.size() > 1 && num[0] == '0')) return false;  // as Redis's string2ll
+  auto r = std::from_chars(num.data(), num.data() + num.size(), *pct);
+  return r.ec == std::errc() && r.ptr == num.data() + num.size();
+}
+
+bool ParseClientsLimit(std::string_view s, int64_t* out) {
+  int64_t pct;
+  if (ParsePercent(s, &pct)) {
+    if (pct > 100) return false;
+    *out = -pct;
+    return true;
+  }
+  if (!s.empty() && s.back() == '%') return false;
+  return ParseMemSize(s, out);
+}
+
+std::string FormatClientsLimit(int64_t v) {
+  return v < 0 ? std::to_string(-v) + "%" : std::to_string(v);
 }
 
 bool ParseOutputLimits(std::string_view s, Config* c, std::string* err) {

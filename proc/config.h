@@ -44,6 +44,8 @@ struct Config {
   int64_t maxmemory = 0;                      // bytes of used memory before eviction (0 = none)
   std::string maxmemory_policy = "noeviction";  // Redis's eight names (cache/evict.h)
   int maxmemory_samples = 5;
+  int maxmemory_eviction_tenacity = 10;       // Redis's: 0..100, 100 = no time bound
+  int64_t maxmemory_clients = 0;              // bytes of RESP client memory, -N = N% of maxmemory; 0 = none
   int lfu_log_factor = 10;                    // Redis's defaults (cache/access.h)
   int lfu_decay_time = 1;
   bool automove = true;                       // move live cells out of sparse pages (cache/automove.h)
@@ -176,6 +178,12 @@ bool ParseMemSize(std::string_view s, int64_t* out);
 // "normal 128mb 0 0 pubsub 32mb 8mb 60" (any of the classes; replica is accepted and ignored).
 bool ParseOutputLimits(std::string_view s, Config* c, std::string* err);
 std::string FormatOutputLimits(const Config& c);
+// maxmemory-clients: "0", a memory size, or "N%" (0..100) of maxmemory,
+// stored as -N (0% is 0, no limit, as in Redis); and back ("N%" or the bytes).
+bool ParseClientsLimit(std::string_view s, int64_t* out);
+// "N%" with N a plain non-negative integer (no sign, no leading zero).
+bool ParsePercent(std::string_view s, int64_t* pct);
+std::string FormatClientsLimit(int64_t v);
 
 // A database url with its password masked ("postgres://u:***@h/db",
 // "password=***"): for -E, MI and logs.

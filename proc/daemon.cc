@@ -284,6 +284,8 @@ void StoreSharedSettings(const Config& c, const std::vector<std::string>* keys, 
       pt->live_output[k][2].store(ol[k]->soft_s);
     }
   }
+  if (Has(keys, "memory.maxmemory_eviction_tenacity")) pt->live_tenacity.store(c.maxmemory_eviction_tenacity);
+  if (Has(keys, "memory.maxmemory_clients")) pt->live_clients_limit.store(c.maxmemory_clients);
   // maxmemory, its policy and samples are one record: change only the
   // fields the file changed (CONFIG SET may have set the others).
   bool mm = Has(keys, "memory.maxmemory"), mp = Has(keys, "memory.maxmemory_policy"),
@@ -904,6 +906,8 @@ int RunDaemon(Config* live, const DaemonOptions& o, const DaemonHooks& hooks) {
         uint64_t open = pt->e[i].door[kDoorOpen].load();
         pt->e[i].door[kDoorOpen].store(0);
         if (open) pt->clients.fetch_sub(static_cast<int32_t>(open));
+        pt->client_mem[i].store(0);  // its clients are gone (maxmemory-clients)
+        pt->client_big[i].store(0);
         if (stopping) break;
         if (WIFSIGNALED(st)) {
           LOG_WARN("%s (rank %d, pid %d) killed by signal %d", RoleName(static_cast<Role>(pt->e[i].role.load())),

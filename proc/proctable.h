@@ -23,7 +23,7 @@ const char* RoleName(Role r);
 
 enum DoorStat : uint8_t {
   kDoorOpen, kDoorAccepted, kDoorRejected, kDoorCommands, kDoorErrors, kDoorBytesIn,
-  kDoorBytesOut, kDoorOutputLimit, kDoorQueryLimit, kDoorStatCount
+  kDoorBytesOut, kDoorOutputLimit, kDoorQueryLimit, kDoorEvictedClients, kDoorStatCount
 };
 
 struct alignas(64) ProcEntry {
@@ -130,6 +130,16 @@ struct ProcTable {
   std::atomic<int64_t> live_proto_max_bulk;
   std::atomic<int64_t> live_query_buf;
   std::atomic<int64_t> live_output[2][3];  // class (normal, pubsub) x (hard, soft, seconds)
+  // maxmemory-eviction-tenacity (0..100) and maxmemory-clients (bytes, or
+  // -N for N% of maxmemory; 0 = no limit), applied by each worker.
+  std::atomic<int32_t> live_tenacity;
+  uint32_t pad5;
+  std::atomic<int64_t> live_clients_limit;
+  // Memory of each worker's RESP clients (bytes, all of them) and of its
+  // largest client that may be evicted, by entry index: written by the
+  // owner on its tick, summed by every worker for maxmemory-clients.
+  std::atomic<uint64_t> client_mem[kMaxProcEntries];
+  std::atomic<uint64_t> client_big[kMaxProcEntries];
   ReloadArea reload;               // SIGHUP: the reloadable settings (proc/reload.h)
   PersistStats persist;            // SQL persistence (modules/db)
   SnapshotStats snap;              // snapshots (modules/db)

@@ -114,6 +114,8 @@ std::string Metrics(proc::ModuleProcContext& pc) {
        "RESP clients closed over client-output-buffer-limit."},
       {"perfcached_resp_query_limit_disconnections_total", proc::kDoorQueryLimit,
        "RESP clients closed over client-query-buffer-limit."},
+      {"perfcached_resp_evicted_clients_total", proc::kDoorEvictedClients,
+       "RESP clients closed over maxmemory-clients."},
   };
   Metric(&o, "perfcached_resp_connections", "gauge", "Open RESP connections.");
   o += "perfcached_resp_connections " + std::to_string(proc::DoorSum(pt, proc::kDoorOpen)) + "\n";

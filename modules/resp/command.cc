@@ -264,7 +264,9 @@ void EvictInBackground(Env& e) {
   // after a tombstone failed would come back at a restart.
   for (int i = 0; i < kTickEvictions && e.wal_error.empty() && e.wal.HasRoom(64 * 1024); ++i) {
     uint64_t evicted = 0;
-    if (cache::EnsureMemory(*e.ctx, &evicted, report, 1) != mem::Status::kOk) {
+    cache::EvictBounds one;
+    one.max_keys = 1;
+    if (cache::EnsureMemory(*e.ctx, &evicted, report, one) != mem::Status::kOk) {
       // The policy finds nothing to evict (volatile-* with no key with a
       // TTL): a second before the next try, not 16 failed samples a tick.
       e.evict_idle_until_ms = now + 1000;
@@ -357,7 +359,12 @@ void Dispatch(Env& e, net::Conn& c) {
   // first, by the policy, or is refused with nothing changed.
   if ((spec->flags & kDenyOom) && e.ctx->catalog->maxmemory.load(std::memory_order_relaxed) != 0) {
     uint64_t evicted = 0;
-    mem::Status ms = cache::EnsureMemory(*e.ctx, &evicted, on_evict);
+    cache::EvictBounds b;
+    b.time_limit_us = cache::EvictionTimeLimitUs(e.procs->live_tenacity.load(std::memory_order_relaxed));
+    // Each key's tombstone must fit in the WAL ring first, and none may have
+    // failed: a key evicted without its tombstone comes back at a restart.
+    if (e.wal.active()) b.may_evict = [&e] { return e.wal_error.empty() && e.wal.HasRoom(64 * 1024); };
+    mem::Status ms = cache::EnsureMemory(*e.ctx, &evicted, on_evict, b);
     if (ms != mem::Status::kOk) {
       ctx.r.Error("OOM command not allowed when used memory > 'maxmemory'.");
       return;

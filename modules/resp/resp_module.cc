@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -141,6 +142,57 @@ bool Drain(void* p) {
   return !d->server || d->server->DrainIdle();
 }
 
+static_assert(static_cast<int>(net::kCtrEvictedClients) == static_cast<int>(proc::kDoorEvictedClients) &&
+              static_cast<int>(net::kCtrQueryLimit) == static_cast<int>(proc::kDoorQueryLimit));
+
+// maxmemory-clients (Redis 7): while the RESP clients of every worker take
+// the limit or more, the largest ones are closed, largest first across
+// the workers. Each worker publishes its clients' memory and its largest
+// evictable client's on its tick; a worker closes its largest clients
+// while each is at least the largest another worker published (ties: the
+// lower entry goes first) and the total is still at the limit. A worker
+// that has not ticked for 2 s (a long command, a WAL wait) is not waited
+// for, though its clients still count. Checked every tick (100 ms),
+// where Redis checks after each command: a client can stay above the
+// limit for a tick or two. The limit is at least 128 KiB, as in Redis (a
+// smaller one would close every client, the one that set it too).
+constexpr uint64_t kMinClientsLimit = 128 << 10;
+
+void EvictClients(Door* d, int64_t now) {
+  proc::ProcTable& pt = *d->env.procs;
+  size_t me = static_cast<size_t>(d->env.self - pt.e);
+  uint64_t big = 0, mine = d->server->ClientMemory(&big);
+  pt.client_mem[me].store(mine, std::memory_order_relaxed);
+  pt.client_big[me].store(big, std::memory_order_relaxed);
+  int64_t set = pt.live_clients_limit.load(std::memory_order_relaxed);
+  if (set == 0 || big == 0) return;
+  uint64_t limit = static_cast<uint64_t>(set);
+  if (set < 0) {  // N% of maxmemory; none without maxmemory
+    uint64_t mm = d->env.ctx->catalog->maxmemory.load(std::memory_order_relaxed);
+    if (mm == 0) return;
+    uint64_t pct = static_cast<uint64_t>(-set);
+    limit = mm / 100 * pct + mm % 100 * pct / 100;
+  }
+  limit = std::max(limit, kMinClientsLimit);
+  uint64_t total = 0, others = 0;  // all clients; the largest another worker should close first
+  size_t first = SIZE_MAX;
+  for (size_t i = 0; i < proc::kMaxProcEntries; ++i) {
+    total += pt.client_mem[i].load(std::memory_order_relaxed);
+    uint64_t b = pt.client_big[i].load(std::memory_order_relaxed);
+    if (i == me || b == 0 || now - pt.e[i].heartbeat_ms.load(std::memory_order_relaxed) > 2000) continue;
+    if (b > others || (b == others && first > i)) others = b, first = i;
+  }
+  if (total < limit) return;
+  d->server->EvictLargest([&](uint64_t m) {
+    if (total < limit || m < others || (m == others && first < me)) return false;
+    total -= std::min(total, m);
+    return true;
+  });
+  mine = d->server->ClientMemory(&big);
+  pt.client_mem[me].store(mine, std::memory_order_relaxed);
+  pt.client_big[me].store(big, std::memory_order_relaxed);
+}
+
 void Tick(void* p, int64_t now) {
   auto* d = static_cast<Door*>(p);
   if (!d->server) return;
@@ -151,6 +203,7 @@ void Tick(void* p, int64_t now) {
   d->server->set_limits(max_bulk, query_buf, output);
   d->server->CloseIdle(now);
   d->server->CheckOutputLimits(now);
+  EvictClients(d, now);
   EvictInBackground(d->env);
   if (d->server->held()) d->server->ReleaseHeld();  // a wake-up that went astray costs one tick
   // Replies held for durability that cannot come (the WAL cannot be
@@ -194,6 +247,7 @@ constexpr DoorStatName kDoorStats[] = {
     {"bytes_in", proc::kDoorBytesIn},  {"bytes_out", proc::kDoorBytesOut},
     {"output_limit_disconnections", proc::kDoorOutputLimit},
     {"query_limit_disconnections", proc::kDoorQueryLimit},
+    {"evicted_clients", proc::kDoorEvictedClients},
 };
 
 void CollectDoorStats(proc::ModuleProcContext& pc, std::vector<StatValue>* v) {

@@ -374,6 +374,8 @@ void CmdInfo(CmdCtx& c) {
     char frag[32];
     std::snprintf(frag, sizeof frag, "%.2f", used ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
     cache::AutomoveStats am = cache::GetAutomoveStats(*e.ctx);
+    uint64_t clients_mem = 0;  // every worker's clients, as of their last tick (maxmemory-clients)
+    for (const auto& m : e.procs->client_mem) clients_mem += m.load(std::memory_order_relaxed);
     o += "# Memory\r\nused_memory:" + std::to_string(used) + "\r\nused_memory_human:" + Human(used) +
          "\r\nused_memory_rss:" + std::to_string(rss) + "\r\nused_memory_rss_human:" + Human(rss) +
          "\r\nused_memory_peak:" + std::to_string(peak) + "\r\nused_memory_peak_human:" + Human(peak) +
@@ -383,6 +385,7 @@ void CmdInfo(CmdCtx& c) {
          "\r\nmem_fragmentation_ratio:" + frag + "\r\narena_groups_bytes:" + std::to_string(a.used_bytes()) +
          "\r\nmaxmemory:" + std::to_string(ml.maxmemory) + "\r\nmaxmemory_human:" +
          Human(ml.maxmemory) + "\r\nmaxmemory_policy:" + cache::PolicyName(ml.policy) +
+         "\r\nmem_clients_normal:" + std::to_string(clients_mem) +
          "\r\narena_cap:" + std::to_string(a.cap_bytes()) + "\r\narena_committed:" +
          std::to_string(a.committed_bytes()) + "\r\narena_tier:" + mem::TierName(a.tier()) +
          "\r\narena_large_objects:" + std::to_string(a.hdr()->large_objects.load()) +
@@ -467,6 +470,7 @@ void CmdInfo(CmdCtx& c) {
          std::to_string(proc::DoorSum(*e.procs, proc::kDoorQueryLimit)) +
          "\r\nclient_output_buffer_limit_disconnections:" +
          std::to_string(proc::DoorSum(*e.procs, proc::kDoorOutputLimit)) +
+         "\r\nevicted_clients:" + std::to_string(proc::DoorSum(*e.procs, proc::kDoorEvictedClients)) +
          "\r\nexpired_keys:" + std::to_string(expired) + "\r\nevicted_keys:" + std::to_string(evicted) +
          "\r\nkeyspace_hits:" +
          std::to_string(hits) + "\r\nkeyspace_misses:" + std::to_string(misses) + "\r\n\r\n";
@@ -488,11 +492,11 @@ std::string ClientLine(const net::Conn& k, int64_t now) {
   return "id=" + std::to_string(k.id) + " addr=" + k.addr + " laddr=" + k.laddr +
          " fd=" + std::to_string(k.fd) + " name=" + k.name +
          " age=" + std::to_string((now - k.created_ms) / 1000) +
-         " idle=" + std::to_string((now - k.last_ms) / 1000) + " flags=N db=" + std::to_string(k.db) +
+         " idle=" + std::to_string((now - k.last_ms) / 1000) + " flags=" + (k.no_evict ? "e" : "N") + " db=" + std::to_string(k.db) +
          " sub=0 psub=0 ssub=0 multi=-1 qbuf=" + std::to_string(k.in.size() - k.in_pos) +
          " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + std::to_string(k.in.capacity()) +
          " rbp=" + std::to_string(k.in.capacity()) + " obl=0 oll=0 omem=" + std::to_string(k.pending()) +
-         " tot-mem=0 events=r cmd=" + k.last_cmd + " user=default redir=-1 resp=2\n";
+         " tot-mem=" + std::to_string(k.Memory()) + " events=r cmd=" + k.last_cmd + " user=default redir=-1 resp=2\n";
 }
 
 void CmdClient(CmdCtx& c) {
@@ -512,6 +516,17 @@ void CmdClient(CmdCtx& c) {
       return;
     }
     c.conn.name = std::string(c.arg(2));
+    c.r.Simple("OK");
+  } else if (EqNoCase(sub, "NO-EVICT") && c.argc() == 3) {
+    // Exempt this connection from maxmemory-clients (Redis 7).
+    if (EqNoCase(c.arg(2), "on")) {
+      c.conn.no_evict = true;
+    } else if (EqNoCase(c.arg(2), "off")) {
+      c.conn.no_evict = false;
+    } else {
+      c.r.Error("ERR syntax error");
+      return;
+    }
     c.r.Simple("OK");
   } else if (EqNoCase(sub, "SETINFO") && c.argc() == 4) {
     c.r.Simple("OK");
@@ -542,7 +557,7 @@ void CmdClient(CmdCtx& c) {
     }
     c.r.Int(1);
   } else {
-    SubcommandError(c, "client", {"id", "getname", "setname", "setinfo", "info", "list", "kill"});
+    SubcommandError(c, "client", {"id", "getname", "setname", "setinfo", "info", "list", "kill", "no-evict"});
   }
 }
 
@@ -554,6 +569,7 @@ constexpr LiveParam kConfigParams[] = {
     {"timeout", true},       {"loglevel", true},  {"maxclients", false},
     {"databases", false},    {"port", false},     {"bind", false},
     {"maxmemory", true},     {"maxmemory-policy", true}, {"maxmemory-samples", true},
+    {"maxmemory-eviction-tenacity", true}, {"maxmemory-clients", true},
     {"lfu-log-factor", true}, {"lfu-decay-time", true},
     {"proto-max-bulk-len", true},
     {"client-query-buffer-limit", true}, {"client-output-buffer-limit", true},
@@ -625,6 +641,8 @@ std::string ConfigValue(const Env& e, std::string_view name) {
   if (name == "maxmemory") return std::to_string(cache::GetMemoryLimits(*e.ctx).maxmemory);
   if (name == "maxmemory-policy") return cache::PolicyName(cache::GetMemoryLimits(*e.ctx).policy);
   if (name == "maxmemory-samples") return std::to_string(cache::GetMemoryLimits(*e.ctx).samples);
+  if (name == "maxmemory-eviction-tenacity") return std::to_string(e.procs->live_tenacity.load());
+  if (name == "maxmemory-clients") return proc::FormatClientsLimit(e.procs->live_clients_limit.load());
   if (name == "lfu-log-factor") return std::to_string(cache::LoadAccessParams(*e.ctx->catalog).log_factor);
   if (name == "lfu-decay-time") return std::to_string(cache::LoadAccessParams(*e.ctx->catalog).decay_min);
   if (name == "proto-max-bulk-len") return std::to_string(e.procs->live_proto_max_bulk.load());
@@ -739,6 +757,21 @@ bool ConfigSetOne(CmdCtx& c, std::string_view k, std::string_view v, bool apply)
       l.samples = static_cast<uint32_t>(x);
     }
     if (apply) cache::SetMemoryLimits(*c.env.ctx, l);
+  } else if (EqNoCase(k, "maxmemory-eviction-tenacity")) {
+    std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
+    long long x;
+    if (!ParseLL(v, &x)) return Refuse(c, pre + "argument couldn't be parsed into an integer");
+    if (x < 0 || x > 100) return Refuse(c, pre + "argument must be between 0 and 100 inclusive");
+    if (apply) c.env.procs->live_tenacity.store(static_cast<int32_t>(x));
+  } else if (EqNoCase(k, "maxmemory-clients")) {
+    int64_t x;
+    if (!proc::ParseClientsLimit(v, &x)) {
+      int64_t pct;
+      const char* why = proc::ParsePercent(v, &pct) ? "percentage argument must be less or equal to 100"
+                                                    : "argument must be a memory or percent value";
+      return Refuse(c, "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - " + why);
+    }
+    if (apply) c.env.procs->live_clients_limit.store(x);
   } else if (EqNoCase(k, "lfu-log-factor") || EqNoCase(k, "lfu-decay-time")) {
     std::string pre = "ERR CONFIG SET failed (possibly related to argument '" + std::string(k) + "') - ";
     long long x;
@@ -857,7 +890,7 @@ void CmdTime(CmdCtx& c) {
 
 constexpr const char* kClientSubs[] = {"client|id",   "client|getname", "client|setname",
                                        "client|setinfo", "client|info", "client|list",
-                                       "client|kill", nullptr};
+                                       "client|kill", "client|no-evict", nullptr};
 constexpr const char* kConfigSubs[] = {"config|get", "config|set", "config|resetstat", nullptr};
 constexpr const char* kCommandSubs[] = {"command|count", "command|info",    "command|docs",
                                         "command|list",  "command|getkeys", nullptr};

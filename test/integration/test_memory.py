@@ -21,7 +21,7 @@ import unittest
 
 import redis
 
-from harness import Daemon, encode, free_port, http_request, mi_datagram_raw, mi_fifo_raw, wait_for_path
+from harness import BIN, Daemon, encode, free_port, http_request, mi_datagram_raw, mi_fifo_raw, wait_for_path
 
 ARENA_MB = 64        # small arena: a fill to -OOM takes a few seconds
 BATCH = 1000         # SETs per pipelined batch
@@ -448,6 +448,156 @@ class LargeValues(unittest.TestCase):
               % (kills, len(possible), live, objects))
         self.assertGreaterEqual(objects, live)
         self.assertLessEqual(objects, live + kills)
+
+
+class ClientMemory(unittest.TestCase):
+    """maxmemory-clients and maxmemory-eviction-tenacity (Redis 7): the
+    largest clients are closed while all clients' buffers take more than
+    the limit; CLIENT NO-EVICT exempts one (session 23)."""
+
+    def setUp(self):
+        self.hp = free_port()
+        self.d = Daemon(workers=2, arena_mb=ARENA_MB, overrides=("listen.http=127.0.0.1:%d" % self.hp,))
+        self.r = redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=30)
+        self.socks = []
+
+    def tearDown(self):
+        for s in self.socks:
+            s.close()
+        self.r.close()
+        self.assertEqual(self.d.stop(), 0, self.d.read_log()[-2000:])
+
+    def big_partial_command(self, no_evict=False, mb=6):
+        """A raw client that sends `mb` MiB of a SET whose value never ends."""
+        s = socket.create_connection(("127.0.0.1", self.d.port), timeout=10)
+        self.socks.append(s)
+        if no_evict:
+            s.sendall(encode("CLIENT", "NO-EVICT", "on"))
+            self.assertEqual(s.recv(100), b"+OK\r\n")
+            s.sendall(encode("CLIENT", "INFO"))
+            self.assertIn(b" flags=e ", s.recv(4096))
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n" % (12 << 20))
+        s.sendall(b"x" * (mb << 20))
+        return s
+
+    def closed(self, s, wait_s):
+        s.settimeout(wait_s)
+        try:
+            return s.recv(100) == b""
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+
+    def stat(self, section, name):
+        return self.r.info(section)[name]
+
+    def test_the_largest_client_is_closed_and_the_small_ones_stay(self):
+        # Small clients on both workers (INFO server names the worker that
+        # answers): the worker that does not hold the large one must leave
+        # its own clients alone, however much the total is above the limit.
+        small, pids = [], set()
+        while len(small) < 40 and (len(small) < 6 or len(pids) < 2):
+            c = redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=10)
+            pids.add(c.info("server")["worker_pid"])
+            small.append(c)
+        self.assertEqual(len(pids), 2, "40 connections all landed on one worker")
+        s = self.big_partial_command()
+        self.assertTrue(self.r.config_set("maxmemory-clients", "4mb"))
+        self.assertTrue(self.closed(s, 5), "a client holding 6 MiB stayed open under maxmemory-clients 4mb")
+        self.assertEqual(self.stat("stats", "evicted_clients"), 1)
+        for c in small:
+            self.assertTrue(c.ping())
+            c.close()
+        # the same count in /metrics and in MI get_statistics
+        status, body, _ = http_request(self.hp, "GET", "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn("perfcached_resp_evicted_clients_total 1", body.decode().splitlines())
+        mi_path = os.path.join(self.d.workdir, "mi.sock")
+        req = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "get_statistics",
+                          "params": {"statistics": ["resp:evicted_clients"]}}).encode()
+        self.assertEqual(json.loads(mi_datagram_raw(mi_path, req, self.d.workdir))["result"],
+                         {"resp:evicted_clients": 1})
+
+    def test_the_limit_is_at_least_128_kib(self):
+        # Redis's floor: a smaller limit would close every client, the one
+        # that set it too.
+        self.assertTrue(self.r.config_set("maxmemory-clients", 1))
+        others = [redis.Redis(host="127.0.0.1", port=self.d.port, socket_timeout=10) for _ in range(8)]
+        time.sleep(0.5)
+        for c in others:
+            self.assertTrue(c.ping())
+            c.close()
+        self.assertEqual(self.stat("stats", "evicted_clients"), 0)
+        s = self.big_partial_command(mb=1)
+        self.assertTrue(self.closed(s, 5), "1 MiB held under the 128 KiB floor stayed open")
+
+    def test_no_evict_and_no_limit_keep_the_client(self):
+        s = self.big_partial_command(no_evict=True)
+        t = self.big_partial_command(mb=5)
+        deadline = time.time() + 5
+        while time.time() < deadline and self.stat("memory", "mem_clients_normal") < (11 << 20):
+            time.sleep(0.1)
+        self.assertGreaterEqual(self.stat("memory", "mem_clients_normal"), 11 << 20)
+        self.assertFalse(self.closed(t, 0.5), "closed with no maxmemory-clients")
+        # s stays above the limit: every evictable client goes, as in Redis
+        # (the test's own connection too, unless exempt)
+        self.assertEqual(self.r.execute_command("CLIENT", "NO-EVICT", "on"), b"OK")
+        self.assertTrue(self.r.config_set("maxmemory-clients", "2mb"))
+        self.assertTrue(self.closed(t, 5), "the evictable client stayed open")
+        self.assertFalse(self.closed(s, 1), "CLIENT NO-EVICT on was closed")
+        self.assertEqual(self.stat("stats", "evicted_clients"), 1)
+        s.settimeout(5)
+        s.sendall(b"x" * ((12 << 20) - (6 << 20)) + b"\r\n")
+        self.assertEqual(s.recv(100), b"+OK\r\n")
+        self.assertEqual(self.r.strlen("big"), 12 << 20)
+
+    def test_a_percentage_of_maxmemory(self):
+        r = self.r
+        self.assertTrue(r.config_set("maxmemory-clients", "10%"))
+        self.assertEqual(r.config_get("maxmemory-clients"), {"maxmemory-clients": "10%"})
+        s = self.big_partial_command()
+        self.assertFalse(self.closed(s, 1), "10% of no maxmemory is no limit")
+        self.assertTrue(r.config_set("maxmemory", 40 << 20))  # 4 MiB for the clients
+        self.assertTrue(self.closed(s, 5))
+        r.config_set("maxmemory", 0)
+
+    def test_config_get_and_set(self):
+        r = self.r
+        got = r.config_get("maxmemory*")
+        self.assertEqual(sorted(got), ["maxmemory", "maxmemory-clients", "maxmemory-eviction-tenacity",
+                                       "maxmemory-policy", "maxmemory-samples"])
+        self.assertEqual(got["maxmemory-eviction-tenacity"], "10")
+        self.assertEqual(got["maxmemory-clients"], "0")
+        self.assertTrue(r.config_set("maxmemory-eviction-tenacity", 100))
+        self.assertEqual(r.config_get("maxmemory-eviction-tenacity"), {"maxmemory-eviction-tenacity": "100"})
+        self.assertTrue(r.config_set("maxmemory-clients", "1mb"))
+        self.assertEqual(r.config_get("maxmemory-clients"), {"maxmemory-clients": "1048576"})
+        for k, v, why in [("maxmemory-eviction-tenacity", "101", "between 0 and 100"),
+                          ("maxmemory-eviction-tenacity", "x", "parsed into an integer"),
+                          ("maxmemory-clients", "-1%", "memory or percent"),
+                          ("maxmemory-clients", "101%", "less or equal to 100"),
+                          ("maxmemory-clients", "lots", "memory or percent")]:
+            with self.assertRaisesRegex(redis.ResponseError, why):
+                r.config_set(k, v)
+        self.assertEqual(r.config_get("maxmemory-clients"), {"maxmemory-clients": "1048576"})
+        r.config_set("maxmemory-clients", 0)
+
+    def test_the_config_file_sets_both(self):
+        d = Daemon(workers=1, arena_mb=ARENA_MB,
+                   config="[memory]\nmaxmemory_clients = 5%\nmaxmemory_eviction_tenacity = 0\n")
+        try:
+            c = redis.Redis(host="127.0.0.1", port=d.port, socket_timeout=10)
+            self.assertEqual(c.config_get("maxmemory*"), {
+                "maxmemory": "0", "maxmemory-policy": "noeviction", "maxmemory-samples": "5",
+                "maxmemory-eviction-tenacity": "0", "maxmemory-clients": "5%"})
+            c.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
+        for v in ("101%", "lots"):
+            p = subprocess.run([BIN, "-C", "-o", "memory.maxmemory_clients=" + v], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("percentage of maxmemory", p.stderr + p.stdout)
 
 
 class MaxValue(unittest.TestCase):

@@ -506,7 +506,8 @@ TEST(Access, VolatilePoliciesFindOneTtlKeyAmongManyWithout) {
 
 // maxmemory-eviction-tenacity (session 23): one command's evictions are
 // bounded by time, the clock read every 16 keys as Redis does; tenacity 0
-// evicts 16 keys and lets the command run, 100 evicts until under.
+// evicts 16 keys and lets the command run, 100 evicts until under; and a
+// caller's refusal (may_evict) stops the loop before the next key.
 TEST(Access, TheEvictionTimeLimitFollowsTenacity) {
   CHECK_EQUAL(0u, cache::EvictionTimeLimitUs(0));
   CHECK_EQUAL(50u, cache::EvictionTimeLimitUs(1));
@@ -525,10 +526,19 @@ TEST(Access, TheEvictionTimeLimitFollowsTenacity) {
   l.maxmemory = mem::UsedMemory(c->arena) - (2u << 20);
   cache::SetMemoryLimits(*c, l);
   uint64_t evicted = 0;
-  CHECK(cache::EnsureMemory(*c, &evicted, {}, 0, 0) == Status::kOk);
+  cache::EvictBounds b;
+  b.time_limit_us = 0;
+  CHECK(cache::EnsureMemory(*c, &evicted, {}, b) == Status::kOk);
   CHECK_EQUAL(16u, evicted);
   CHECK(mem::UsedMemory(c->arena) > l.maxmemory);
-  CHECK(cache::EnsureMemory(*c, &evicted, {}, 0, cache::kNoTimeLimit) == Status::kOk);
+  // A refusal (the WAL door: no room for a tombstone) stops it at once.
+  int asked = 0;
+  b.time_limit_us = cache::kNoTimeLimit;
+  b.may_evict = [&] { return ++asked <= 5; };
+  CHECK(cache::EnsureMemory(*c, &evicted, {}, b) == Status::kOk);
+  CHECK_EQUAL(5u, evicted);
+  b.may_evict = nullptr;
+  CHECK(cache::EnsureMemory(*c, &evicted, {}, b) == Status::kOk);
   CHECK(evicted > 1000);
   CHECK(mem::UsedMemory(c->arena) <= l.maxmemory);
 }

@@ -232,7 +232,8 @@ TEST(Config, UnknownKeyListsTheSection) {
   STRCMP_EQUAL(("F:2: unknown key 'workerz' in [daemon] (expected one of: " + Keys("daemon") + ")").c_str(),
                LoadErr("[daemon]\nworkerz = 1\n").c_str());
   STRCMP_EQUAL("F:3: unknown key 'arena' in [memory] (expected one of: arena_mb, arena_cap_mb, hugepages, "
-               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples, lfu_log_factor, lfu_decay_time, "
+               "lock_memory, max_value_mb, maxmemory, maxmemory_policy, maxmemory_samples, "
+               "maxmemory_eviction_tenacity, maxmemory_clients, lfu_log_factor, lfu_decay_time, "
                "automove, automove_buckets)",
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'uri' in [db] (expected one of: url, table, mode, persist_collections)",
@@ -694,4 +695,24 @@ TEST(Config, ParseHostPort) {
   CHECK(proc::IsLoopbackHost("localhost"));
   CHECK_FALSE(proc::IsLoopbackHost("0.0.0.0"));
   CHECK_FALSE(proc::IsLoopbackHost("10.127.0.1"));
+}
+
+// maxmemory_clients (session 23): a size, or N% of maxmemory (stored -N),
+// with Redis's strict integers; errors name the accepted forms.
+TEST(Config, MaxmemoryClientsTakesASizeOrAPercentage) {
+  int64_t v = 7;
+  CHECK(proc::ParseClientsLimit("0", &v) && v == 0);
+  CHECK(proc::ParseClientsLimit("64mb", &v) && v == (int64_t{64} << 20));
+  CHECK(proc::ParseClientsLimit("10%", &v) && v == -10);
+  CHECK(proc::ParseClientsLimit("100%", &v) && v == -100);
+  CHECK(proc::ParseClientsLimit("0%", &v) && v == 0);
+  STRCMP_EQUAL("10%", proc::FormatClientsLimit(-10).c_str());
+  STRCMP_EQUAL("1048576", proc::FormatClientsLimit(1 << 20).c_str());
+  for (const char* bad : {"101%", "-1%", "05%", "-0%", "%", "1.5%", "abc", "", "99999999999999999999%"}) {
+    CHECK_FALSE_TEXT(proc::ParseClientsLimit(bad, &v), bad);
+  }
+  std::string err = LoadErr("[memory]\nmaxmemory_clients = 150%\n");
+  CHECK_TEXT(err.find("percentage of maxmemory (0% to 100%), got '150%'") != std::string::npos, err.c_str());
+  err = LoadErr("[memory]\nmaxmemory_eviction_tenacity = 101\n");
+  CHECK_TEXT(err.find("F:2: expected an integer in 0..100") != std::string::npos, err.c_str());
 }

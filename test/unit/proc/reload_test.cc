@@ -83,7 +83,7 @@ TEST(ReloadDiff, ReloadableRowsAreExactlyTheDocumentedOnes) {
   std::string got;
   for (const auto& [k, v] : proc::ReloadableValues(Config())) got += k + " ";
   STRCMP_EQUAL("daemon.log_level daemon.allow_create daemon.growth_budget daemon.sweep_ms memory.maxmemory "
-               "memory.maxmemory_policy memory.maxmemory_samples memory.lfu_log_factor memory.lfu_decay_time "
+               "memory.maxmemory_policy memory.maxmemory_samples memory.maxmemory_eviction_tenacity memory.maxmemory_clients memory.lfu_log_factor memory.lfu_decay_time "
                "memory.automove memory.automove_buckets listen.resp_allow listen.http_hosts listen.timeout "
                "listen.proto_max_bulk_len listen.client_query_buffer_limit listen.client_output_buffer_limit "
                "secrets.resp secrets.http ",

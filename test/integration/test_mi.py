@@ -53,7 +53,8 @@ class MiFifo(unittest.TestCase):
         self.assertEqual((rep["maxmemory"], rep["policy"], rep["samples"]), (64 << 20, "allkeys-lru", 7))
         r = redis.Redis(port=self.d.port, socket_timeout=10)
         self.assertEqual(r.config_get("maxmemory*"), {"maxmemory": str(64 << 20), "maxmemory-policy": "allkeys-lru",
-                                                      "maxmemory-samples": "7"})
+                                                      "maxmemory-samples": "7", "maxmemory-clients": "0",
+                                                      "maxmemory-eviction-tenacity": "10"})
         self.assertTrue(r.config_set("maxmemory-samples", 3))
         self.assertEqual(self.call("perf_maxmemory")["result"]["samples"], 3)
         for bad in (0, -1, "many"):

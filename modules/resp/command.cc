@@ -245,6 +245,14 @@ cache::EvictedFn EvictionReporter(Env& e, bool events) {
     if (e.wal.active()) WalLogRemoved(e, coll, key, version);
   };
 }
+// Evictions that log tombstones: each key's must fit in the WAL ring first,
+// and none may have failed (a key evicted without its tombstone comes back
+// at a restart).
+cache::EvictBounds TombstoneBounds(Env& e) {
+  cache::EvictBounds b;
+  if (e.wal.active()) b.may_evict = [&e] { return e.wal_error.empty() && e.wal.HasRoom(64 * 1024); };
+  return b;
+}
 }  // namespace
 
 void EvictInBackground(Env& e) {
@@ -259,20 +267,16 @@ void EvictInBackground(Env& e) {
   if (now < e.evict_idle_until_ms || mem::UsedMemory(e.ctx->arena) <= limit) return;
   cache::EvictedFn report = EvictionReporter(e, proc::HasSubscribers(e.procs->events, proc::kEvEvicted));
   e.wal_error.clear();
-  // One key at a time, each with room for its tombstone in the ring first:
-  // a push that waits would hold the loop (up to 10 s), and a key evicted
-  // after a tombstone failed would come back at a restart.
-  for (int i = 0; i < kTickEvictions && e.wal_error.empty() && e.wal.HasRoom(64 * 1024); ++i) {
-    uint64_t evicted = 0;
-    cache::EvictBounds one;
-    one.max_keys = 1;
-    if (cache::EnsureMemory(*e.ctx, &evicted, report, one) != mem::Status::kOk) {
-      // The policy finds nothing to evict (volatile-* with no key with a
-      // TTL): a second before the next try, not 16 failed samples a tick.
-      e.evict_idle_until_ms = now + 1000;
-      break;
-    }
-    if (evicted == 0) break;  // under the limit
+  // Each key with room for its tombstone in the ring first (a push that
+  // waits would hold the loop, up to 10 s), none after a tombstone failed.
+  cache::EvictBounds b = TombstoneBounds(e);
+  b.max_keys = kTickEvictions;
+  b.time_limit_us = cache::kNoTimeLimit;
+  uint64_t evicted = 0;
+  if (cache::EnsureMemory(*e.ctx, &evicted, report, b) != mem::Status::kOk) {
+    // The policy finds nothing to evict (volatile-* with no key with a
+    // TTL): a second before the next try, not 16 failed samples a tick.
+    e.evict_idle_until_ms = now + 1000;
   }
   if (!e.wal_error.empty()) {
     LOG_ERR("WAL: a tombstone of a background eviction could not be logged (%s): the key may come back at "
@@ -359,11 +363,8 @@ void Dispatch(Env& e, net::Conn& c) {
   // first, by the policy, or is refused with nothing changed.
   if ((spec->flags & kDenyOom) && e.ctx->catalog->maxmemory.load(std::memory_order_relaxed) != 0) {
     uint64_t evicted = 0;
-    cache::EvictBounds b;
+    cache::EvictBounds b = TombstoneBounds(e);
     b.time_limit_us = cache::EvictionTimeLimitUs(e.procs->live_tenacity.load(std::memory_order_relaxed));
-    // Each key's tombstone must fit in the WAL ring first, and none may have
-    // failed: a key evicted without its tombstone comes back at a restart.
-    if (e.wal.active()) b.may_evict = [&e] { return e.wal_error.empty() && e.wal.HasRoom(64 * 1024); };
     mem::Status ms = cache::EnsureMemory(*e.ctx, &evicted, on_evict, b);
     if (ms != mem::Status::kOk) {
       ctx.r.Error("OOM command not allowed when used memory > 'maxmemory'.");

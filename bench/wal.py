@@ -12,7 +12,7 @@ faster). Both servers get 2 threads of work on a 2-core machine:
 perfcached 2 workers, redis-server its one thread plus its fsync thread.
 
   /usr/bin/python3 bench/wal.py [--requests N] [--clients C] [--pipeline P,P..] [--size B] [--runs R]
-                                [--workers W] [--dir DIR] [--pin]
+                                [--workers W] [--dir DIR] [--pin] [--policies off,no,everysec,always]
 
 Each row is run R times (default 3), the two servers alternated, and the
 medians compared. Next to requests/s: the server's CPU time per SET (user
@@ -170,6 +170,7 @@ def main():
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--pin", action="store_true")
+    ap.add_argument("--policies", default="off,no,everysec,always")
     a = ap.parse_args()
     base = tempfile.mkdtemp(prefix="perfcached-walbench-", dir=a.dir or "/var/tmp")
     fs = subprocess.run(["stat", "-f", "-c", "%T", base], capture_output=True, text=True).stdout.strip()
@@ -182,8 +183,8 @@ def main():
     try:
         for pipeline in [int(x) for x in a.pipeline.split(",")]:
             print(" pipeline %d:" % pipeline)
-            for pc_policy, redis_policy in (("off", "off"), ("no", "no"), ("everysec", "everysec"),
-                                            ("always", "always")):
+            for pc_policy in a.policies.split(","):
+                redis_policy = pc_policy
                 r_runs, r_cpu, r_cl = [], [], []
                 p_runs = {w: [] for w in workers}
                 p_cpu = {w: [] for w in workers}

@@ -137,6 +137,24 @@ class Joiner {
   WalRecord whole_;
 };
 
+// A zero-filled segment's records end at an all-zero record head (or at
+// fewer than a head's bytes, all zero, before the end of the file).
+bool ZeroHead(const std::string& data, size_t off) {
+  size_t n = std::min(data.size() - off, kWalRecordHead);
+  for (size_t i = 0; i < n; ++i) {
+    if (data[off + i] != 0) return false;
+  }
+  return true;
+}
+
+// The offset after the last nonzero byte at or after `from` (`from` when
+// every byte there is zero).
+size_t NonZeroEnd(const std::string& data, size_t from) {
+  size_t end = data.size();
+  while (end > from && data[end - 1] == 0) --end;
+  return end;
+}
+
 }  // namespace
 
 void EncodeWalRecord(WalKind kind, std::string_view collection, std::string_view key, uint8_t type,
@@ -288,10 +306,10 @@ std::string WalSegmentName(uint64_t start) {
   return b;
 }
 
-std::string WalSegmentHeader(uint64_t start) {
+std::string WalSegmentHeader(uint64_t start, uint32_t flags) {
   std::string h(kMagic, 8);
   PutU32(&h, kFormat);
-  PutU32(&h, 0);
+  PutU32(&h, flags);
   PutU64(&h, start);
   PutU32(&h, Crc32c(h.data(), 24));
   PutU32(&h, 0);
@@ -339,10 +357,33 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
       rep->problems.push_back(path + ": the segment header does not check: segment skipped (" +
                               std::to_string(data.size()) + " bytes)");
       rep->torn_bytes += data.size();
+      rep->written_end = start + (data.size() > kWalSegmentHeader ? data.size() - kWalSegmentHeader : 0);
       continue;
     }
-    size_t off = kWalSegmentHeader;
+    const bool zero_filled = (GetU32(data.data() + 12) & kWalSegmentZeroFilled) != 0;
+    const char* newest = i + 1 < segs.size() ? " (not the newest segment)" : "";
+    size_t off = kWalSegmentHeader, written = data.size();
     while (off < data.size()) {
+      if (zero_filled && ZeroHead(data, off)) {
+        // The end of the records: zeros laid down ahead of them. A nonzero
+        // byte further on reached the disk past a hole (a torn write whose
+        // first sectors were lost): never acknowledged, cut like a torn tail.
+        size_t nz = NonZeroEnd(data, off);
+        written = off;
+        if (nz > off) {
+          rep->torn_bytes += nz - off;
+          rep->problems.push_back(path + " offset " + std::to_string(off) + ": a torn record (" +
+                                  std::to_string(nz - off) + " byte(s) after the end of the records): cut off" +
+                                  newest);
+          if (!repair) {
+            written = nz;
+          } else if (truncate(path.c_str(), static_cast<off_t>(off)) != 0) {
+            rep->problems.push_back(path + ": truncate: " + std::strerror(errno));
+            written = nz;
+          }
+        }
+        break;
+      }
       size_t used = 0;
       std::string why;
       WalDecode d = DecodeWalRecord(std::string_view(data).substr(off), &r, &used, &why);
@@ -366,14 +407,25 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
         }
       }
       if (d != WalDecode::kOk) {
-        uint64_t cut = data.size() - off;
+        // In a zero-filled segment the zeros after the torn bytes are
+        // room laid down ahead, not part of the damage.
+        size_t nz = zero_filled ? std::max(NonZeroEnd(data, off), off + 1) : data.size();
+        uint64_t cut = nz - off;
         rep->torn_bytes += cut;
-        rep->problems.push_back(path + " offset " + std::to_string(off) + ": " +
-                                (d == WalDecode::kShort ? std::string("a torn record") : why) + ": " +
-                                std::to_string(cut) + " byte(s) cut off" +
-                                (i + 1 < segs.size() ? " (not the newest segment)" : ""));
-        if (repair && truncate(path.c_str(), static_cast<off_t>(off)) != 0) {
-          rep->problems.push_back(path + ": truncate: " + std::strerror(errno));
+        // (Zeros follow the last bad record of a zero-filled segment: a
+        // write cut short, whatever the check that caught it.)
+        std::string what = d == WalDecode::kShort ? "a torn record"
+                           : zero_filled          ? "a torn record (" + why + ")"
+                                                  : why;
+        rep->problems.push_back(path + " offset " + std::to_string(off) + ": " + what + ": " + std::to_string(cut) +
+                                " byte(s) cut off" + newest);
+        written = nz;
+        if (repair) {
+          if (truncate(path.c_str(), static_cast<off_t>(off)) != 0) {
+            rep->problems.push_back(path + ": truncate: " + std::strerror(errno));
+          } else {
+            written = off;
+          }
         }
         break;
       }
@@ -396,6 +448,7 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
       }
     }
     if (rep->end < start) rep->end = start;
+    rep->written_end = start + (written - kWalSegmentHeader);
   }
   join.Finish(rep);
   return true;
@@ -414,6 +467,21 @@ int DropWalSegmentsBelow(const std::string& dir, uint64_t pos) {
 uint64_t WalEndPosition(const std::string& dir) {
   auto segs = ListWalSegments(dir);
   if (segs.empty()) return 0;
+  // A zero-filled segment's size says nothing of its records: read it.
+  char head[kWalSegmentHeader];
+  int fd = open(segs.back().second.c_str(), O_RDONLY | O_CLOEXEC);
+  bool zero_filled = false;
+  if (fd >= 0) {
+    zero_filled = pread(fd, head, sizeof head, 0) == static_cast<ssize_t>(sizeof head) &&
+                  std::memcmp(head, kMagic, 8) == 0 && GetU32(head + 24) == Crc32c(head, 24) &&
+                  (GetU32(head + 12) & kWalSegmentZeroFilled) != 0;
+    close(fd);
+  }
+  if (zero_filled) {
+    WalReadReport rep;
+    std::string err;
+    if (ReadWal(dir, segs.back().first, false, {}, &rep, &err)) return std::max(rep.written_end, segs.back().first);
+  }
   struct stat st {};
   if (stat(segs.back().second.c_str(), &st) != 0) return segs.back().first;
   uint64_t size = static_cast<uint64_t>(st.st_size);

@@ -69,12 +69,20 @@
 //
 // A segment is a file `wal-<start, 16 hex digits>.log` in [wal] dir: a
 // 32-byte header, then records. Positions count record bytes across
-// segments: a segment holds [start, start + file size - 32). A snapshot
+// segments: a segment holds [start, start + its record bytes). A snapshot
 // records the position written when it began (db/snapshot.h): recovery
 // replays from there.
 //
-//   segment header: 0 magic "PCWAL\0\0\1" | 8 format u32 = 1 | 12 pad
+//   segment header: 0 magic "PCWAL\0\0\1" | 8 format u32 = 1 | 12 flags u32
 //                   16 start u64 | 24 crc32c of bytes 0..23 u32 | 28 pad
+//
+//   flags bit 0 (kWalSegmentZeroFilled): the file is zero-filled ahead of
+//   its records (fsync = always: records are written over zeros already on
+//   disk, so an fdatasync carries no size change: docs/persistence.md
+//   "Zero-filled segments"). The records end at the first all-zero record
+//   head; a nonzero byte after it is a torn write (cut like a torn tail).
+//   Without the flag the records end at the end of the file. A reader
+//   older than the flag takes the zeros for one torn tail and cuts them.
 
 #include <cstdint>
 #include <functional>
@@ -93,6 +101,7 @@ enum WalKind : uint8_t { kWalPut = 1, kWalTombstone = 2, kWalFlush = 3, kWalDrop
 
 inline constexpr size_t kWalRecordHead = 8;
 inline constexpr size_t kWalSegmentHeader = 32;
+inline constexpr uint32_t kWalSegmentZeroFilled = 1;
 // A body above this is refused by the reader (a length that lies).
 inline constexpr uint64_t kWalMaxBody = uint64_t{1} << 31;
 
@@ -135,13 +144,17 @@ enum class WalDecode { kOk, kShort, kBad };
 WalDecode DecodeWalRecord(std::string_view bytes, WalRecord* out, size_t* used, std::string* err);
 
 std::string WalSegmentName(uint64_t start);
-std::string WalSegmentHeader(uint64_t start);
+std::string WalSegmentHeader(uint64_t start, uint32_t flags = 0);
 // The segments in dir, oldest first: (start, path).
 std::vector<std::pair<uint64_t, std::string>> ListWalSegments(const std::string& dir);
 
 struct WalReadReport {
   uint64_t segments = 0, records = 0, bytes = 0;
   uint64_t end = 0;              // the position after the last good record
+  // The position after the last byte written in the newest segment read
+  // (its records; a torn tail counts unless repair cut it): where the
+  // next segment starts, so no two segments' positions overlap.
+  uint64_t written_end = 0;
   uint64_t torn_bytes = 0;       // cut off (a torn or damaged tail)
   std::vector<std::string> problems;  // one line each: segment, offset, what
   uint64_t parts = 0;            // part records read (kind 7; `records` counts what they joined into)

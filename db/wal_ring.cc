@@ -144,6 +144,7 @@ std::vector<WalFigure> WalFigures() {
   gauge("last_fsync_time", w->last_fsync_ms.load() / 1000);
   counter("segments_opened", w->segments_opened.load());
   counter("segments_dropped", w->segments_dropped.load());
+  counter("zero_fills", w->zero_fills.load());
   gauge("segment_start", static_cast<int64_t>(w->segment_start.load()));
   gauge("written_position", static_cast<int64_t>(w->written_pos.load()));
   gauge("durable_position", static_cast<int64_t>(w->durable_pos.load()));

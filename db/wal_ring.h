@@ -75,7 +75,8 @@ static_assert(offsetof(WalRing, efd) == 28 && offsetof(WalRing, records) == 40 &
 //   64 records | 72 bytes | 80 fsyncs | 88 fsync_us_total | 96 fsync_us_max
 //   104 segments_opened | 112 segment_start | 120 last_fsync_ms | 128 write_errors
 //   136 replayed | 144 replay_torn | 152 replay_ms | 160 segments_dropped
-//   168 last_write_error_ms | 176 recovered_max_version | 184 sync_failed | 192 pad
+//   168 last_write_error_ms | 176 recovered_max_version | 184 sync_failed | 188 pad
+//   192 zero_fills | 200 pad
 struct WalShared {
   char magic[8];
   uint32_t version;
@@ -99,12 +100,13 @@ struct WalShared {
   std::atomic<uint64_t> recovered_max_version;  // the largest version recovery saw
   std::atomic<uint32_t> sync_failed;            // an fdatasync failed: nothing is durable until a restart
   uint32_t pad1;
-  uint64_t pad[8];
+  std::atomic<uint64_t> zero_fills;             // zeros laid down ahead of the records (fsync = always)
+  uint64_t pad[7];
 };
 static_assert(sizeof(WalShared) == 256 && std::is_standard_layout_v<WalShared>);
 static_assert(offsetof(WalShared, written_pos) == 32 && offsetof(WalShared, records) == 64 &&
               offsetof(WalShared, segments_dropped) == 160 && offsetof(WalShared, recovered_max_version) == 176 &&
-              offsetof(WalShared, sync_failed) == 184);
+              offsetof(WalShared, sync_failed) == 184 && offsetof(WalShared, zero_fills) == 192);
 
 // The largest version recovery saw or any process logged since: a
 // collection made at run time (perf_create) starts its versions above it,

@@ -49,10 +49,14 @@ class Pump {
   Pump(const proc::Config& cfg) : dir_(cfg.wal_dir), seg_bytes_(uint64_t(cfg.wal_segment_mb) << 20) {
     w_ = db::Wal();
     policy_ = static_cast<db::WalPolicy>(w_->policy);
+    zero_fill_ = policy_ == db::WalPolicy::kAlways;
     pending_.assign(w_->nrings, 0);
   }
   ~Pump() {
-    if (fd_ >= 0) close(fd_);
+    if (fd_ >= 0) {
+      TrimZeros();
+      close(fd_);
+    }
   }
 
   // Start after whatever is on disk: fsync the newest segment (a killed
@@ -119,9 +123,12 @@ class Pump {
     } else if (moved && policy_ == db::WalPolicy::kNo) {
       Publish();  // no fsync: "durable" is "handed to the kernel"
     }
+    if (zero_fill_ && fd_ >= 0) KeepZerosAhead();
     if (fd_ >= 0 && size_ >= seg_bytes_) {
       std::string err;
-      if (!Sync() || !OpenSegment(&err)) {
+      bool synced = Sync();
+      if (synced) TrimZeros();
+      if (!synced || !OpenSegment(&err)) {
         if (!err.empty()) Fail(errno ? errno : EIO, err);
       } else {
         Publish();
@@ -144,14 +151,25 @@ class Pump {
   bool OpenSegment(std::string* err) {
     uint64_t start = w_->written_pos.load();
     std::string path = dir_ + "/" + db::WalSegmentName(start);
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
       *err = path + ": " + std::strerror(errno);
       return false;
     }
-    std::string h = db::WalSegmentHeader(start);
-    if (write(fd, h.data(), h.size()) != static_cast<ssize_t>(h.size()) || fdatasync(fd) != 0) {
+    std::string h = db::WalSegmentHeader(start, zero_fill_ ? db::kWalSegmentZeroFilled : 0);
+    errno = 0;
+    if (pwrite(fd, h.data(), h.size(), 0) != static_cast<ssize_t>(h.size())) {
       *err = path + ": write: " + std::strerror(errno ? errno : ENOSPC);
+      close(fd);
+      unlink(path.c_str());
+      return false;
+    }
+    uint64_t alloc = kHeaderBytes;
+    // The first zeros go down with the header's fdatasync; no room for
+    // them (a full disk) leaves a segment that grows as it is written.
+    if (zero_fill_ && ZeroFill(fd, &alloc, kZeroChunk)) w_->zero_fills.fetch_add(1);
+    if (fdatasync(fd) != 0) {
+      *err = path + ": fdatasync: " + std::strerror(errno);
       close(fd);
       unlink(path.c_str());
       return false;
@@ -159,6 +177,8 @@ class Pump {
     FsyncDir(dir_);
     if (fd_ >= 0) close(fd_);
     fd_ = fd;
+    alloc_ = alloc;
+    fill_retry_ms_ = 0;
     seg_start_ = start;
     size_ = 0;
     path_ = path;
@@ -185,13 +205,14 @@ class Pump {
     }
     size_t off = 0;
     while (off < buf_.size()) {
-      ssize_t n = write(fd_, buf_.data() + off, buf_.size() - off);
+      ssize_t n = pwrite(fd_, buf_.data() + off, buf_.size() - off, static_cast<off_t>(kHeaderBytes + size_ + off));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         int e = n < 0 ? errno : ENOSPC;
         // Leave the file as it was: the records stay in the rings and go
-        // again on the next round.
-        if (ftruncate(fd_, static_cast<off_t>(kHeaderBytes + size_)) != 0) {
+        // again on the next round, over what this one left (in zeros laid
+        // down ahead: a torn record until then, cut by a reader).
+        if (ftruncate(fd_, static_cast<off_t>(std::max(alloc_, kHeaderBytes + size_))) != 0) {
           LOG_ERR("WAL: %s: cannot cut a failed write back: %s", path_.c_str(), std::strerror(errno));
         }
         Fail(e, path_ + ": write: " + std::strerror(e));
@@ -200,6 +221,7 @@ class Pump {
       off += static_cast<size_t>(n);
     }
     size_ += buf_.size();
+    alloc_ = std::max(alloc_, kHeaderBytes + size_);
     last_records_ = CountRecords();
     w_->records.fetch_add(last_records_);
     if (w_->failed_errno.load() != 0 && w_->sync_failed.load() == 0) {
@@ -260,12 +282,65 @@ class Pump {
     }
   }
 
+  // fsync = always: the segment is zero-filled ahead of its records
+  // (db/wal.h kWalSegmentZeroFilled), a chunk at a time, so the fdatasync
+  // each write waits for carries no size change (one fewer write to the
+  // disk: docs/persistence.md "Zero-filled segments"). The chunk goes
+  // down after a publish, off the path of the writes waiting; writeback
+  // starts at once, and the next fdatasync commits the new size once per
+  // chunk.
+  static bool ZeroFill(int fd, uint64_t* alloc, uint64_t bytes) {
+    static const char zeros[64 << 10] = {};
+    uint64_t done = 0;
+    while (done < bytes) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof zeros, bytes - done));
+      ssize_t w = pwrite(fd, zeros, n, static_cast<off_t>(*alloc + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        // No room (a full disk): give the part back; the segment grows
+        // as it is written, as under the other policies.
+        if (ftruncate(fd, static_cast<off_t>(*alloc)) != 0) {
+          LOG_ERR("WAL: cannot give back a zero fill cut short: %s", std::strerror(errno));
+        }
+        return false;
+      }
+      done += static_cast<uint64_t>(w);
+    }
+    *alloc += bytes;
+    return true;
+  }
+
+  void KeepZerosAhead() {
+    uint64_t used = kHeaderBytes + size_;
+    if (alloc_ >= used + kZeroChunk / 2 || size_ >= seg_bytes_ || alloc_ >= kHeaderBytes + seg_bytes_) return;
+    int64_t now = WallMs();
+    if (now < fill_retry_ms_) return;
+    uint64_t from = alloc_;
+    if (!ZeroFill(fd_, &alloc_, kZeroChunk)) {
+      fill_retry_ms_ = now + 1000;
+      return;
+    }
+    w_->zero_fills.fetch_add(1);
+    sync_file_range(fd_, static_cast<off_t>(from), static_cast<off_t>(kZeroChunk), SYNC_FILE_RANGE_WRITE);
+  }
+
+  // A segment left: the zeros after its records go (their room is not
+  // needed; nothing to fsync: with or without them the records read the same).
+  void TrimZeros() {
+    if (alloc_ > kHeaderBytes + size_ && ftruncate(fd_, static_cast<off_t>(kHeaderBytes + size_)) == 0) {
+      alloc_ = kHeaderBytes + size_;
+    }
+  }
+
   static constexpr uint64_t kHeaderBytes = db::kWalSegmentHeader;
+  static constexpr uint64_t kZeroChunk = 1 << 20;
   db::WalShared* w_;
   db::WalPolicy policy_;
+  bool zero_fill_ = false;
   std::string dir_, path_, buf_;
   std::vector<uint64_t> heads_, pending_;
-  uint64_t seg_bytes_, seg_start_ = 0, size_ = 0;
+  uint64_t seg_bytes_, seg_start_ = 0, size_ = 0, alloc_ = 0;
+  int64_t fill_retry_ms_ = 0;
   int fd_ = -1;
   bool dirty_ = false;
   int64_t last_sync_ms_ = 0;
@@ -448,7 +523,9 @@ bool ReplayWal(cache::Ctx& c, const proc::Config& cfg, Recovered* rec, std::stri
   }
   if (!ok) return false;
   for (const std::string& p : rep.problems) LOG_ERR("WAL replay: %s", p.c_str());
-  uint64_t end = db::WalEndPosition(cfg.wal_dir);
+  // Where the next segment starts: after the newest one's bytes (read
+  // just now: a zero-filled segment's size does not say).
+  uint64_t end = rep.segments ? rep.written_end : db::WalEndPosition(cfg.wal_dir);
   if (rec->have_snapshot && from > end) {
     // The snapshot covers more than the segments hold (segments removed by
     // hand, or an everysec tail lost with the machine): new writes go

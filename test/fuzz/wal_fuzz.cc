@@ -6,11 +6,15 @@
 // The input, behind a valid segment header (byte 0 bit 0) or as it is, is
 // written as one segment in a fresh directory — or as two, cut in the
 // middle (bit 1: a record in parts across segments) — and read back, with
-// and without repair, from 0 and from a later position (bit 2). ReadWal
+// and without repair, from 0 and from a later position (bit 2). Bit 3
+// marks the header zero-filled (fsync = always) and bit 4 adds zeros laid
+// down ahead after the body, as the WAL process does. ReadWal
 // must report and go on, never crash or read out of bounds (ASan); every
 // record it hands out lies inside the files, at or after the start, of a
 // kind and shape the reader promises (never a part: parts are joined); a
-// repaired directory must then read without a torn tail.
+// repaired directory must then read without a torn tail; the newest
+// segment's end (WalEndPosition, where the next one starts) lies at or
+// after every record read.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -37,8 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t total = 0;  // record bytes in all files
   auto write = [&](uint64_t start, std::string_view body) {
     std::string file;
-    if (data[0] & 1) file = db::WalSegmentHeader(start);
+    if (data[0] & 1) file = db::WalSegmentHeader(start, (data[0] & 8) ? db::kWalSegmentZeroFilled : 0);
     file.append(body);
+    if (data[0] & 16) file.append(4096 + (data[0] >> 5) * 3, '\0');
     std::string path = dir + "/" + db::WalSegmentName(start);
     FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) return false;
@@ -64,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }, &rep, &err);
   if (!ok || rep.records != seen) abort();
+  if (db::WalEndPosition(dir) < rep.end) abort();  // the next segment would overlap a record
   db::WalReadReport fixed;
   if (!db::ReadWal(dir, from, true, {}, &fixed, &err)) abort();
   db::WalReadReport again;

@@ -10,8 +10,10 @@ PERFCACHED_WAL_ROUNDS sets the crash rounds (3 here, 20 in make soak)."""
 import glob
 import os
 import random
+import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
@@ -502,7 +504,12 @@ class Wal(unittest.TestCase):
         good = subprocess.run([BIN, "-W", self.dir + "/data"], capture_output=True, text=True)
         self.assertEqual(good.returncode, 0, good.stderr)
         self.assertIn("100 record(s)", good.stdout)
-        with open(seg, "ab") as f:
+        # Under always the segment is zero-filled ahead of its records: the
+        # torn bytes go where the next record would have gone.
+        end = int(re.search(r"positions 0 \.\. (\d+)", good.stdout).group(1))
+        self.assertGreater(os.path.getsize(seg), 32 + end, "zeros laid down ahead under always")
+        with open(seg, "r+b") as f:
+            f.seek(32 + end)
             f.write(b"\x40\x00\x00\x00\xde\xad")  # a record head cut short
         bad = subprocess.run([BIN, "-W", self.dir + "/data"], capture_output=True, text=True)
         self.assertEqual(bad.returncode, 1)
@@ -516,6 +523,62 @@ class Wal(unittest.TestCase):
         kill9_all(d2)
         d3 = self.daemon()
         self.assertEqual(redis.Redis(port=d3.port).get("t:100"), b"after the cut")
+
+    def test_always_writes_over_zeros_laid_down_ahead_and_other_policies_append(self):
+        # fsync = always: the segment is zero-filled ahead of its records
+        # (its fdatasync then carries no size change); a graceful stop cuts
+        # the zeros off. everysec / no append as before.
+        for fsync in ("always", "everysec"):
+            data = os.path.join(self.dir, fsync)
+            d = self.daemon(fsync=fsync, data=data, extra=["wal.segment_mb=1"])
+            r = redis.Redis(port=d.port)
+            for i in range(12000):  # about 1.7 MB of records: a second segment
+                r.set("z:%d" % i, "v" * 100)
+            info = r.info("persistence")
+            segs = sorted(glob.glob(data + "/wal-*.log"))
+            self.assertGreaterEqual(len(segs), 2, segs)
+            with open(segs[-1], "rb") as f:
+                flags = struct.unpack("<I", f.read(16)[12:16])[0]
+            newest = os.path.getsize(segs[-1]) - 32
+            written = info["wal_written_position"] - int(os.path.basename(segs[-1])[4:20], 16)
+            if fsync == "always":  # (under always a reply waits for its record: the position is final)
+                self.assertEqual(flags & 1, 1)
+                self.assertGreaterEqual(info["wal_zero_fills"], 2)
+                self.assertGreater(newest, written)  # zeros ahead
+                # A segment left behind was cut back to its records.
+                older = os.path.getsize(segs[-2]) - 32
+                self.assertEqual(older, int(os.path.basename(segs[-1])[4:20], 16) -
+                                 int(os.path.basename(segs[-2])[4:20], 16))
+            else:
+                self.assertEqual(flags & 1, 0)
+                self.assertEqual(info["wal_zero_fills"], 0)
+            if fsync == "always":
+                kill9_all(d)  # leaves the zeros ahead in the newest segment
+            else:
+                d.stop()  # (kill -9 would lose the writes of the last second)
+            check = subprocess.run([BIN, "-W", data], capture_output=True, text=True)
+            self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+            self.assertIn("12000 record(s)", check.stdout)
+            records_end = int(re.search(r"positions \d+ \.\. (\d+)", check.stdout).group(1))
+            d2 = self.daemon(fsync=fsync, data=data, extra=["wal.segment_mb=1"])
+            r2 = redis.Redis(port=d2.port)
+            self.assertEqual(r2.dbsize(), 12000)
+            self.assertEqual(r2.info("persistence")["wal_replay_torn_bytes"], 0)
+            r2.set("z:after", "x")
+            d2.stop()
+            # The next segment starts where the records ended, not after the
+            # zeros; a graceful stop leaves it holding just its records.
+            last = sorted(glob.glob(data + "/wal-*.log"))[-1]
+            start = int(os.path.basename(last)[4:20], 16)
+            self.assertEqual(start, records_end)
+            check = subprocess.run([BIN, "-W", data], capture_output=True, text=True)
+            self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+            end = int(re.search(r"positions \d+ \.\. (\d+)", check.stdout).group(1))
+            self.assertEqual(os.path.getsize(last) - 32, end - start)
+            d3 = self.daemon(fsync=fsync, data=data)
+            self.assertEqual(redis.Redis(port=d3.port).get("z:after"), b"x")
+            self.assertEqual(redis.Redis(port=d3.port).dbsize(), 12001)
+            d3.stop()
 
     def test_full_disk_refuses_writes_and_loses_no_acknowledged_one(self):
         if os.geteuid() != 0 or shutil.which("mount") is None:

@@ -165,9 +165,9 @@ TEST_GROUP(WalSegments) {
     dir = mkdtemp(tmpl);
   }
   void teardown() override { std::filesystem::remove_all(dir); }
-  void Segment(uint64_t start, const std::string& body) {
+  void Segment(uint64_t start, const std::string& body, uint32_t flags = 0) {
     std::ofstream out(dir + "/" + db::WalSegmentName(start), std::ios::binary | std::ios::trunc);
-    std::string h = db::WalSegmentHeader(start);
+    std::string h = db::WalSegmentHeader(start, flags);
     out.write(h.data(), static_cast<std::streamsize>(h.size()));
     out.write(body.data(), static_cast<std::streamsize>(body.size()));
   }
@@ -237,6 +237,75 @@ TEST(WalSegments, ATornTailIsReportedAndCutWithRepair) {
   CHECK(db::ReadWal(dir, 0, false, {}, &rep, &err));
   LONGS_EQUAL(0, rep.problems.size());
   LONGS_EQUAL(1, rep.records);
+}
+
+// fsync = always: the WAL process writes records over zeros laid down
+// ahead (db/wal.h kWalSegmentZeroFilled).
+TEST(WalSegments, AZeroFilledSegmentEndsAtItsFirstZeroRecordHead) {
+  std::string a = Record(db::kWalPut, "0", "a", "1", 1), b = Record(db::kWalPut, "0", "b", "2", 2);
+  Segment(0, a + b + std::string(4096, '\0'), db::kWalSegmentZeroFilled);
+  std::string path = db::ListWalSegments(dir)[0].second;
+  db::WalReadReport rep;
+  std::vector<std::string> keys = Keys(0, true, &rep);
+  LONGS_EQUAL(2, keys.size());
+  LONGS_EQUAL(0, rep.problems.size());
+  LONGS_EQUAL(0, rep.torn_bytes);
+  LONGS_EQUAL(a.size() + b.size(), rep.end);
+  LONGS_EQUAL(a.size() + b.size(), rep.written_end);
+  // The next segment starts after the records, not after the zeros.
+  LONGS_EQUAL(a.size() + b.size(), db::WalEndPosition(dir));
+  LONGS_EQUAL(db::kWalSegmentHeader + a.size() + b.size() + 4096, std::filesystem::file_size(path));  // not cut
+  // The same bytes without the flag: the zeros are damage, cut by a repair
+  // (what a reader older than the flag does with such a segment).
+  Fresh();
+  Segment(0, a + b + std::string(4096, '\0'));
+  rep = {};
+  keys = Keys(0, true, &rep);
+  LONGS_EQUAL(2, keys.size());
+  LONGS_EQUAL(1, rep.problems.size());
+  LONGS_EQUAL(db::kWalSegmentHeader + a.size() + b.size(), std::filesystem::file_size(db::ListWalSegments(dir)[0].second));
+}
+
+TEST(WalSegments, ATornRecordInAZeroFilledSegmentIsCutAndOnlyItsBytesCount) {
+  std::string good = Record(db::kWalPut, "0", "a", "1", 1), torn = Record(db::kWalPut, "0", "b", "xyz", 2);
+  // The last byte never reached the disk: a zero where 'z' was.
+  Segment(0, good + torn.substr(0, torn.size() - 1) + std::string(8192, '\0'), db::kWalSegmentZeroFilled);
+  std::string path = db::ListWalSegments(dir)[0].second;
+  db::WalReadReport rep;
+  LONGS_EQUAL(1, Keys(0, false, &rep).size());
+  LONGS_EQUAL(1, rep.problems.size());
+  CHECK(rep.problems[0].find("cut off") != std::string::npos);
+  LONGS_EQUAL(torn.size() - 1, rep.torn_bytes);  // not the zeros after it
+  // Not repaired: the next segment starts after the torn bytes.
+  LONGS_EQUAL(good.size() + torn.size() - 1, db::WalEndPosition(dir));
+  rep = {};
+  Keys(0, true, &rep);  // repair: cut at the torn record
+  LONGS_EQUAL(db::kWalSegmentHeader + good.size(), std::filesystem::file_size(path));
+  LONGS_EQUAL(good.size(), rep.written_end);
+  rep = {};
+  LONGS_EQUAL(1, Keys(0, false, &rep).size());
+  LONGS_EQUAL(0, rep.problems.size());
+  LONGS_EQUAL(good.size(), db::WalEndPosition(dir));
+}
+
+TEST(WalSegments, BytesPastAHoleInAZeroFilledSegmentAreATornWrite) {
+  // A write whose first sectors were lost and later ones kept: nonzero
+  // bytes after the zero record head that ends the records.
+  std::string a = Record(db::kWalPut, "0", "a", "1", 1);
+  Segment(0, a + std::string(100, '\0') + "\x01\x02\x03" + std::string(1000, '\0'), db::kWalSegmentZeroFilled);
+  std::string path = db::ListWalSegments(dir)[0].second;
+  db::WalReadReport rep;
+  LONGS_EQUAL(1, Keys(0, false, &rep).size());
+  LONGS_EQUAL(1, rep.problems.size());
+  CHECK(rep.problems[0].find("a torn record (103 byte(s) after the end of the records)") != std::string::npos);
+  LONGS_EQUAL(103, rep.torn_bytes);
+  LONGS_EQUAL(a.size() + 103, db::WalEndPosition(dir));
+  rep = {};
+  Keys(0, true, &rep);
+  LONGS_EQUAL(db::kWalSegmentHeader + a.size(), std::filesystem::file_size(path));
+  rep = {};
+  LONGS_EQUAL(1, Keys(0, false, &rep).size());
+  LONGS_EQUAL(0, rep.problems.size());
 }
 
 TEST(WalSegments, ADamagedRecordInTheMiddleIsSkippedNotCut) {

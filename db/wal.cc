@@ -367,7 +367,7 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
       if (zero_filled && ZeroHead(data, off)) {
         // The end of the records: zeros laid down ahead of them. A nonzero
         // byte further on reached the disk past a hole (a torn write whose
-        // first sectors were lost): never acknowledged, cut like a torn tail.
+        // first sectors were lost, or damage): cut like a torn tail.
         size_t nz = NonZeroEnd(data, off);
         written = off;
         if (nz > off) {
@@ -396,8 +396,10 @@ bool ReadWal(const std::string& dir, uint64_t from, bool repair,
         WalRecord probe;
         size_t pused = 0;
         std::string pwhy;
+        // (The end of a zero-filled file is no evidence: zeros where the
+        // body should be are a torn write, cut below.)
         if (len <= kWalMaxBody && next <= data.size() &&
-            (next == data.size() ||
+            ((next == data.size() && !zero_filled) ||
              DecodeWalRecord(std::string_view(data).substr(next), &probe, &pused, &pwhy) == WalDecode::kOk)) {
           rep->problems.push_back(path + " offset " + std::to_string(off) + ": " + why + ": " +
                                   std::to_string(next - off) + " byte(s) skipped (one record lost)");

@@ -151,9 +151,9 @@ std::vector<std::pair<uint64_t, std::string>> ListWalSegments(const std::string&
 struct WalReadReport {
   uint64_t segments = 0, records = 0, bytes = 0;
   uint64_t end = 0;              // the position after the last good record
-  // The position after the last byte written in the newest segment read
-  // (its records; a torn tail counts unless repair cut it): where the
-  // next segment starts, so no two segments' positions overlap.
+  // The position after the newest segment's records (and after a torn
+  // tail's last nonzero byte, unless repair cut it): where the next
+  // segment starts, so no record's position lies in two segments.
   uint64_t written_end = 0;
   uint64_t torn_bytes = 0;       // cut off (a torn or damaged tail)
   std::vector<std::string> problems;  // one line each: segment, offset, what
@@ -169,7 +169,7 @@ struct WalReadReport {
 // the snapshot that starts there holds its write, made before its first
 // part was logged). A segment whose tail is torn or
 // damaged is read up to the last good record; with `repair` the file is
-// cut there (ftruncate), so the next writer appends after good data. A
+// cut there (ftruncate): nothing but good records stays. A
 // damaged segment header skips that segment. False (and *err) only when
 // the directory cannot be read or fn stopped.
 bool ReadWal(const std::string& dir, uint64_t from, bool repair,

@@ -46,10 +46,13 @@ using ::db::fileio::FsyncDir;
 // The consumer: rings -> the current segment.
 class Pump {
  public:
-  Pump(const proc::Config& cfg) : dir_(cfg.wal_dir), seg_bytes_(uint64_t(cfg.wal_segment_mb) << 20) {
+  // final: the supervisor's last drain (a few records at most): no
+  // zeros laid down ahead for them.
+  Pump(const proc::Config& cfg, bool final = false)
+      : dir_(cfg.wal_dir), seg_bytes_(uint64_t(cfg.wal_segment_mb) << 20) {
     w_ = db::Wal();
     policy_ = static_cast<db::WalPolicy>(w_->policy);
-    zero_fill_ = policy_ == db::WalPolicy::kAlways;
+    zero_fill_ = policy_ == db::WalPolicy::kAlways && !final;
     pending_.assign(w_->nrings, 0);
   }
   ~Pump() {
@@ -165,9 +168,10 @@ class Pump {
       return false;
     }
     uint64_t alloc = kHeaderBytes;
-    // The first zeros go down with the header's fdatasync; no room for
-    // them (a full disk) leaves a segment that grows as it is written.
-    if (zero_fill_ && ZeroFill(fd, &alloc, kZeroChunk)) w_->zero_fills.fetch_add(1);
+    // The first zeros go down with the header's fdatasync (the one write
+    // that opens a segment waits for them); no room for them (a full
+    // disk) leaves a segment that grows as it is written.
+    bool filled = zero_fill_ && ZeroFill(fd, &alloc, kZeroChunk);
     if (fdatasync(fd) != 0) {
       *err = path + ": fdatasync: " + std::strerror(errno);
       close(fd);
@@ -175,6 +179,7 @@ class Pump {
       return false;
     }
     FsyncDir(dir_);
+    if (filled) w_->zero_fills.fetch_add(1);
     if (fd_ >= 0) close(fd_);
     fd_ = fd;
     alloc_ = alloc;
@@ -209,11 +214,14 @@ class Pump {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         int e = n < 0 ? errno : ENOSPC;
-        // Leave the file as it was: the records stay in the rings and go
-        // again on the next round, over what this one left (in zeros laid
-        // down ahead: a torn record until then, cut by a reader).
-        if (ftruncate(fd_, static_cast<off_t>(std::max(alloc_, kHeaderBytes + size_))) != 0) {
+        // Cut the file back to its last good record (the zeros ahead go
+        // too, and with them what this write left in them; they are laid
+        // down again later): the records stay in the rings and go again
+        // on the next round, perhaps in another order of rings.
+        if (ftruncate(fd_, static_cast<off_t>(kHeaderBytes + size_)) != 0) {
           LOG_ERR("WAL: %s: cannot cut a failed write back: %s", path_.c_str(), std::strerror(errno));
+        } else {
+          alloc_ = kHeaderBytes + size_;
         }
         Fail(e, path_ + ": write: " + std::strerror(e));
         return false;
@@ -286,9 +294,9 @@ class Pump {
   // (db/wal.h kWalSegmentZeroFilled), a chunk at a time, so the fdatasync
   // each write waits for carries no size change (one fewer write to the
   // disk: docs/persistence.md "Zero-filled segments"). The chunk goes
-  // down after a publish, off the path of the writes waiting; writeback
-  // starts at once, and the next fdatasync commits the new size once per
-  // chunk.
+  // down after a publish (the waiting replies are released first); its
+  // writeback starts at once, and the next fdatasync waits for what is
+  // left of it and commits the new size: once per chunk.
   static bool ZeroFill(int fd, uint64_t* alloc, uint64_t bytes) {
     static const char zeros[64 << 10] = {};
     uint64_t done = 0;
@@ -468,7 +476,7 @@ void RunWal(proc::ModuleProcContext& pc) {
 
 void FinalWalDrain(const proc::Config& cfg) {
   if (!db::Wal()) return;
-  Pump pump(cfg);
+  Pump pump(cfg, true);
   std::string err;
   if (!pump.Start(&err)) {
     LOG_ERR("WAL: final drain: %s: the records still in memory are not on disk", err.c_str());

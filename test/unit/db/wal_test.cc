@@ -288,6 +288,23 @@ TEST(WalSegments, ATornRecordInAZeroFilledSegmentIsCutAndOnlyItsBytesCount) {
   LONGS_EQUAL(good.size(), db::WalEndPosition(dir));
 }
 
+// Found by the fuzzer: a torn record whose length reaches exactly the end
+// of a zero-filled file was skipped as one damaged record, and the next
+// segment's start was put after the zeros.
+TEST(WalSegments, ATornRecordEndingAtTheEndOfAZeroFilledFileIsCutNotSkipped) {
+  std::string good = Record(db::kWalPut, "0", "a", "1", 1), torn = Record(db::kWalPut, "0", "b", std::string(200, 'v'), 2);
+  std::string body = good + torn.substr(0, 20);
+  body.resize(good.size() + torn.size(), '\0');  // the rest of the record never written: zeros to the end
+  Segment(0, body, db::kWalSegmentZeroFilled);
+  db::WalReadReport rep;
+  LONGS_EQUAL(1, Keys(0, false, &rep).size());
+  LONGS_EQUAL(1, rep.problems.size());
+  CHECK(rep.problems[0].find("cut off") != std::string::npos);
+  CHECK(db::WalEndPosition(dir) <= good.size() + 20);
+  Keys(0, true, &rep);
+  LONGS_EQUAL(db::kWalSegmentHeader + good.size(), std::filesystem::file_size(db::ListWalSegments(dir)[0].second));
+}
+
 TEST(WalSegments, BytesPastAHoleInAZeroFilledSegmentAreATornWrite) {
   // A write whose first sectors were lost and later ones kept: nonzero
   // bytes after the zero record head that ends the records.

@@ -13,6 +13,7 @@ perfcached 2 workers, redis-server its one thread plus its fsync thread.
 
   /usr/bin/python3 bench/wal.py [--requests N] [--clients C] [--pipeline P,P..] [--size B] [--runs R]
                                 [--workers W] [--dir DIR] [--pin] [--policies off,no,everysec,always]
+                                [--commit worker|wal]
 
 Each row is run R times (default 3), the two servers alternated, and the
 medians compared. Next to requests/s: the server's CPU time per SET (user
@@ -27,6 +28,10 @@ thread of it) on CPU 1, for both servers: each side has a core of its
 own, so neither server's worker preempts the client on its core (with
 two workers on two cores, one of them shares the client's core). Use it
 with --workers 1: both servers then have one core.
+
+--commit: perfcached's [wal] commit under fsync = always: worker (the
+default: the worker whose replies wait commits the batch itself) or wal
+(the WAL process alone).
 
 --dir: where the files go (default: a temporary directory under /var/tmp,
 a real disk; /tmp may be tmpfs, where fsync costs nothing). Timings are
@@ -141,7 +146,8 @@ def run_perfcached(a, d, policy, workers):
     port = free_port()
     args = [PERFCACHED, "-D", "-o", "listen.resp=127.0.0.1:%d" % port, "-o", "mi.fifo_name=", "-o", "mi.datagram=",
             "-o", "memory.arena_mb=1024", "-o", "daemon.workers=%d" % workers, "-o", "daemon.pid_file=" + d + "/pid",
-            "-o", "wal.dir=" + d + "/data", "-o", 'wal.save=""', "-o", "wal.fsync=" + policy]
+            "-o", "wal.dir=" + d + "/data", "-o", 'wal.save=""', "-o", "wal.fsync=" + policy,
+            "-o", "wal.commit=" + a.commit]
     p = subprocess.Popen(pinned(a, args), stdout=open(os.path.join(d, "perfcached.log"), "w"), stderr=subprocess.STDOUT)
     try:
         wait_ping(port)
@@ -171,13 +177,14 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--pin", action="store_true")
     ap.add_argument("--policies", default="off,no,everysec,always")
+    ap.add_argument("--commit", default="worker", choices=["worker", "wal"])
     a = ap.parse_args()
     base = tempfile.mkdtemp(prefix="perfcached-walbench-", dir=a.dir or "/var/tmp")
     fs = subprocess.run(["stat", "-f", "-c", "%T", base], capture_output=True, text=True).stdout.strip()
     workers = [int(x) for x in a.workers.split(",")]
     print("bench/wal.py: SET, %d requests (x10 when pipelined), %d clients, %d-byte values, perfcached with %s "
-          "worker(s), median of %d alternated runs, files on %s (%s)%s" %
-          (a.requests, a.clients, a.size, a.workers, a.runs, base, fs,
+          "worker(s) ([wal] commit = %s), median of %d alternated runs, files on %s (%s)%s" %
+          (a.requests, a.clients, a.size, a.workers, a.commit, a.runs, base, fs,
            ", client on CPU %s, server on CPU %s" % (CLIENT_CPU, SERVER_CPU) if a.pin else ""))
     import statistics
     try:

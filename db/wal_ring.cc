@@ -76,6 +76,17 @@ bool MapWal(uint32_t nrings, uint64_t ring_bytes, WalPolicy policy, std::string*
   w->nrings = nrings;
   w->ring_bytes = ring_bytes;
   w->policy = static_cast<uint32_t>(policy);
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+  int me = pthread_mutex_init(&w->commit_mu, &ma);
+  pthread_mutexattr_destroy(&ma);
+  if (me != 0) {
+    *err = std::string("WAL commit lock: ") + std::strerror(me);
+    munmap(p, total);
+    return false;
+  }
   w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (w->wake_fd < 0) {
     *err = std::string("WAL eventfd: ") + std::strerror(errno);
@@ -95,6 +106,40 @@ bool MapWal(uint32_t nrings, uint64_t ring_bytes, WalPolicy policy, std::string*
 }
 
 WalShared* Wal() { return g_wal; }
+
+CommitLock LockCommit(bool wait) {
+  int r;
+  if (wait) {
+    // Bounded: a committer stuck in a hung fdatasync must not stop the
+    // caller's heartbeat (the WAL process tries again).
+    timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += 200 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec += 1;
+      until.tv_nsec -= 1000000000;
+    }
+    r = pthread_mutex_clocklock(&g_wal->commit_mu, CLOCK_MONOTONIC, &until);
+  } else {
+    r = pthread_mutex_trylock(&g_wal->commit_mu);
+  }
+  if (r == EOWNERDEAD) {
+    pthread_mutex_consistent(&g_wal->commit_mu);
+    return CommitLock::kOwnerDied;
+  }
+  return r == 0 ? CommitLock::kTaken : CommitLock::kBusy;
+}
+
+void UnlockCommit() { pthread_mutex_unlock(&g_wal->commit_mu); }
+
+void WakeWalProcess() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_wal->sleeping.load(std::memory_order_seq_cst) != 0) {
+    uint64_t one = 1;
+    ssize_t n = write(g_wal->wake_fd, &one, sizeof one);
+    (void)n;
+  }
+}
 
 WalRing* WalRingAt(uint32_t index) {
   if (!g_wal || index >= g_wal->nrings) return nullptr;
@@ -145,6 +190,7 @@ std::vector<WalFigure> WalFigures() {
   counter("segments_opened", w->segments_opened.load());
   counter("segments_dropped", w->segments_dropped.load());
   counter("zero_fills", w->zero_fills.load());
+  counter("worker_commits", w->worker_commits.load());
   gauge("segment_start", static_cast<int64_t>(w->segment_start.load()));
   gauge("written_position", static_cast<int64_t>(w->written_pos.load()));
   gauge("durable_position", static_cast<int64_t>(w->durable_pos.load()));
@@ -199,12 +245,7 @@ void WalLogger::Wake() {
   if (!ring_) return;
   // Dekker with the WAL process: it sets `sleeping`, then looks at every
   // head; we published head, then look at `sleeping` (both seq_cst).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (g_wal->sleeping.load(std::memory_order_seq_cst) != 0) {
-    uint64_t one = 1;
-    ssize_t n = write(g_wal->wake_fd, &one, sizeof one);
-    (void)n;
-  }
+  WakeWalProcess();
 }
 
 const char* WalLogger::Admit(int timeout_ms) {
@@ -304,8 +345,10 @@ bool WalLogger::PushOne(std::string_view rec, int64_t* deadline, std::string* er
     ring_->max_version.store(pending_version_, std::memory_order_relaxed);
   }
   // everysec / no: the WAL process drains on its own clock; wake it early
-  // only when the ring is half full.
-  if (policy() == WalPolicy::kAlways || (head + rec.size() - ring_->tail.load(std::memory_order_relaxed)) > cap_ / 2) {
+  // only when the ring is half full. always: at once, unless this process
+  // commits its records itself at the end of its round (set_leads).
+  uint64_t used = head + rec.size() - ring_->tail.load(std::memory_order_relaxed);
+  if ((policy() == WalPolicy::kAlways && !leads_) || used > cap_ / 2) {
     Wake();
   }
   return true;

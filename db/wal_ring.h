@@ -8,7 +8,7 @@
 // producer, the WAL process the only consumer. Positions are byte counts
 // since the daemon started and only grow; the ring holds [tail, head).
 //
-//   WalShared (256 B) | eventfds | ring 0 head (128 B) | ring 0 bytes | ring 1 head | ...
+//   WalShared (320 B) | eventfds | ring 0 head (128 B) | ring 0 bytes | ring 1 head | ...
 //
 //   ring head: 0 head u64 (producer: bytes appended)
 //              8 tail u64 (WAL process: bytes written into a segment)
@@ -30,6 +30,8 @@
 // into the ring is refused before it is applied (WalLogger::Admit), and a
 // record that cannot be logged after the write closes the client's
 // connection without a reply: never acknowledged and then lost.
+
+#include <pthread.h>
 
 #include <atomic>
 #include <cstddef>
@@ -75,8 +77,18 @@ static_assert(offsetof(WalRing, efd) == 28 && offsetof(WalRing, records) == 40 &
 //   64 records | 72 bytes | 80 fsyncs | 88 fsync_us_total | 96 fsync_us_max
 //   104 segments_opened | 112 segment_start | 120 last_fsync_ms | 128 write_errors
 //   136 replayed | 144 replay_torn | 152 replay_ms | 160 segments_dropped
-//   168 last_write_error_ms | 176 recovered_max_version | 184 sync_failed | 188 pad
-//   192 zero_fills | 200 pad
+//   168 last_write_error_ms | 176 recovered_max_version | 184 sync_failed | 188 commit_wanted
+//   192 zero_fills | 200 seg_alloc | 208 rotating | 212 pad | 216 worker_commits
+//   224 slow_fsync_ms | 232 pad | 256 commit_mu (a pthread_mutex_t in 64 B) | 320
+//
+// Committing (drain the rings, write, fdatasync, publish) is done under
+// commit_mu, a robust process-shared mutex: by the WAL process, and under
+// fsync = always with [wal] commit = worker by a worker whose replies
+// wait (the leader of a group commit; modules/db/wal_process.cc). The
+// current segment is written at written_pos - segment_start (the one
+// position every committer reads); the WAL process alone opens segments
+// (rotating = 1 meanwhile: no worker commits) and lays zeros ahead
+// (seg_alloc: the current segment's file size).
 struct WalShared {
   char magic[8];
   uint32_t version;
@@ -99,21 +111,33 @@ struct WalShared {
   std::atomic<int64_t> last_write_error_ms;
   std::atomic<uint64_t> recovered_max_version;  // the largest version recovery saw
   std::atomic<uint32_t> sync_failed;            // an fdatasync failed: nothing is durable until a restart
-  uint32_t pad1;
+  std::atomic<uint32_t> commit_wanted;          // a worker found commit_mu taken: commit again after
   std::atomic<uint64_t> zero_fills;             // zeros laid down ahead of the records (fsync = always)
-  uint64_t pad[7];
+  std::atomic<uint64_t> seg_alloc;              // the current segment's file size (zeros ahead included)
+  std::atomic<uint32_t> rotating;               // the WAL process is opening a segment: no worker commits
+  uint32_t pad2;
+  std::atomic<uint64_t> worker_commits;         // turns taken by workers (the rest: the WAL process)
+  std::atomic<int64_t> slow_fsync_ms;           // when an fdatasync last took over 1 s (workers then do not lead)
+  uint64_t pad3[3];
+  union {
+    pthread_mutex_t commit_mu;                  // robust, process-shared: one committer at a time
+    char commit_mu_room[64];
+  };
 };
-static_assert(sizeof(WalShared) == 256 && std::is_standard_layout_v<WalShared>);
+static_assert(sizeof(WalShared) == 320 && std::is_standard_layout_v<WalShared>);
 static_assert(offsetof(WalShared, written_pos) == 32 && offsetof(WalShared, records) == 64 &&
               offsetof(WalShared, segments_dropped) == 160 && offsetof(WalShared, recovered_max_version) == 176 &&
-              offsetof(WalShared, sync_failed) == 184 && offsetof(WalShared, zero_fills) == 192);
+              offsetof(WalShared, sync_failed) == 184 && offsetof(WalShared, zero_fills) == 192 &&
+              offsetof(WalShared, seg_alloc) == 200 && offsetof(WalShared, rotating) == 208 &&
+              offsetof(WalShared, worker_commits) == 216 && offsetof(WalShared, slow_fsync_ms) == 224 &&
+              offsetof(WalShared, commit_mu) == 256 && sizeof(pthread_mutex_t) <= 64);
 
 // The largest version recovery saw or any process logged since: a
 // collection made at run time (perf_create) starts its versions above it,
 // so its writes outrank the log's records of an older one of that name.
 uint64_t WalMaxVersion();
 
-inline constexpr uint32_t kWalShmVersion = 1;
+inline constexpr uint32_t kWalShmVersion = 2;  // 2: commit_mu, rotating, seg_alloc, worker_commits
 
 // Supervisor, before any fork: map the area with `nrings` rings of
 // ring_bytes (a power of two) and their eventfds. False and *err.
@@ -132,6 +156,16 @@ struct WalFigure {
   bool counter;  // else a gauge
 };
 std::vector<WalFigure> WalFigures();
+
+// Committers (the WAL process, a leading worker): take commit_mu. wait:
+// up to 200 ms, else give up at once when another holds it (kBusy).
+// kOwnerDied: taken, and the previous holder died holding it (what it
+// wrote may not be fsynced yet).
+enum class CommitLock { kBusy, kTaken, kOwnerDied };
+CommitLock LockCommit(bool wait);
+void UnlockCommit();
+// Wake the WAL process if it sleeps (a segment to open, zeros to lay).
+void WakeWalProcess();
 
 // The consumer: copy [tail, upto) of ring i into *out.
 void WalRingCopy(uint32_t index, uint64_t upto, std::string* out);
@@ -180,6 +214,11 @@ class WalLogger {
   bool Durable(uint64_t pos) const;
   // Ask the WAL process to write now (always: after a batch of writes).
   void Wake();
+  // fsync = always, [wal] commit = worker: this process commits its own
+  // records at the end of its loop round (WalLead): appending one does
+  // not wake the WAL process.
+  void set_leads(bool on) { leads_ = on; }
+  uint32_t index() const { return index_; }
   // Mark that replies wait (the WAL process then writes the ring's eventfd
   // when it publishes durable); re-check Durable after setting it.
   void SetWaiting(bool on);
@@ -199,6 +238,7 @@ class WalLogger {
   std::string buf_;
   uint64_t pending_version_ = 0;  // the version of the record Push appends
   bool broken_ = false;           // a WAL without a ring for this process: every write refused
+  bool leads_ = false;            // set_leads
   int64_t refuse_until_ms_ = 0;   // Admit timed out: refuse at once until then
 };
 

@@ -119,6 +119,10 @@ Server::Server(event_base* base, int listen_fd, const ServerOptions& o, Dispatch
   accept_ev_ = event_new(base_, lfd_, EV_READ | EV_PERSIST, &Server::OnAccept, this);
   event_add(accept_ev_, nullptr);
   flush_ev_ = event_new(base_, -1, 0, &Server::OnFlushAll, this);
+  if (o.commit) {
+    commit_ev_ = event_new(base_, -1, 0, &Server::OnCommit, this);
+    commit_again_ev_ = evtimer_new(base_, &Server::OnCommitAgain, this);
+  }
 }
 
 Server::~Server() {
@@ -127,6 +131,8 @@ Server::~Server() {
   // the round's replies queued: send what the sockets take before closing.
   if (!to_flush_.empty()) OnFlushAll(-1, 0, this);
   if (flush_ev_) event_free(flush_ev_);
+  if (commit_ev_) event_free(commit_ev_);
+  if (commit_again_ev_) event_free(commit_again_ev_);
   for (Conn* c : all_) {
     if (c) Close(c);
   }
@@ -457,6 +463,8 @@ bool Server::ProcessStep(Conn* c) {
         c->hold_since_ms = WallMs();
         held_.emplace_back(c->fd, c->id);
       }
+      // This round's records: committed at its end (ServerOptions::commit).
+      if (commit_ev_ && !event_pending(commit_ev_, EV_TIMEOUT, nullptr)) event_active(commit_ev_, EV_TIMEOUT, 0);
       event_del(c->wev);  // nothing to send until ReleaseHeld (no busy OnWrite)
       return false;
     }
@@ -578,6 +586,32 @@ void Server::OnFlushAll(evutil_socket_t, short, void* arg) {
     (void)s->Flush(c);
   }
   s->flushing_.clear();
+}
+
+// The round's commit (ServerOptions::commit) runs after its replies went
+// out: an event activated during the round runs after those already
+// active, so one activated before the flush event goes round again.
+void Server::OnCommit(evutil_socket_t, short, void* arg) {
+  Server* s = static_cast<Server*>(arg);
+  if (!s->to_flush_.empty()) {
+    event_active(s->commit_ev_, EV_TIMEOUT, 0);
+    return;
+  }
+  if (!s->held_.empty()) s->Commit();
+}
+
+// Another worker's records wait for a turn this worker promised (it found
+// the lock taken by this one): a zero timer, so this worker's sockets are
+// read first and its new writes go in the same turn.
+void Server::OnCommitAgain(evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->Commit(); }
+
+void Server::Commit() {
+  int r = opt_.commit();
+  if (r == kCommitAgain && !evtimer_pending(commit_again_ev_, nullptr)) {
+    timeval zero{0, 0};
+    evtimer_add(commit_again_ev_, &zero);
+  }
+  if (r != kCommitNone && !held_.empty()) ReleaseHeld();
 }
 
 void Server::OnWrite(evutil_socket_t, short, void* arg) {

@@ -119,7 +119,16 @@ struct ServerOptions {
   // wakes the loop, which calls ReleaseHeld).
   std::function<bool(uint64_t)> durable;
   std::function<void(bool)> waiting;
+  // Called once at the end of an event-loop round in which replies were
+  // newly held (after that round's replies went out): the worker commits
+  // the round's records itself (fsync = always, [wal] commit = worker).
+  // kCommitted: it did, and the held replies that are durable now are
+  // sent; kCommitAgain: and another worker asked for a turn meanwhile:
+  // called again on the next loop iteration (after its sockets are read).
+  std::function<int()> commit;
 };
+
+enum CommitResult { kCommitNone = 0, kCommitted = 1, kCommitAgain = 2 };
 
 // Handle argv (c.argv), append the reply to c.out. May set close_after_write.
 using DispatchFn = std::function<void(Conn& c)>;
@@ -179,6 +188,9 @@ class Server {
   static void OnRead(evutil_socket_t fd, short, void* arg);
   static void OnWrite(evutil_socket_t fd, short, void* arg);
   static void OnCont(evutil_socket_t fd, short, void* arg);
+  static void OnCommit(evutil_socket_t, short, void* arg);
+  static void OnCommitAgain(evutil_socket_t, short, void* arg);
+  void Commit();
   static void OnFlushAll(evutil_socket_t fd, short, void* arg);
   void QueueFlush(Conn* c);
   // The connection listed as (fd, id), or null if it was closed (its fd
@@ -208,6 +220,8 @@ class Server {
   // round (QueueFlush), and the list being sent.
   std::vector<std::pair<int, uint64_t>> to_flush_, flushing_;
   event* flush_ev_ = nullptr;
+  event* commit_ev_ = nullptr;        // ServerOptions::commit, at the end of the round
+  event* commit_again_ev_ = nullptr;  // ... on the next loop iteration (kCommitAgain)
   size_t conns_ = 0;
   uint64_t next_id_ = 0;
 };

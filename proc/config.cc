@@ -262,6 +262,10 @@ const ParamSpec kParams[] = {
     STR_ROW("wal", fsync, wal_fsync,
             "always (a write's reply waits until its record is on disk: group commit) | everysec | no | "
             "off (snapshots only, no WAL)"),
+    STR_ROW("wal", commit, wal_commit,
+            "fsync = always: who writes and fsyncs a batch of records: worker (the worker whose replies wait, "
+            "as leader of a group commit across workers) | wal (the WAL process; a hung disk then stalls no "
+            "worker)"),
     INT_ROW("wal", ring_mb, wal_ring_mb, 1, 1024,
             "each writing process's WAL ring in shared memory, MiB (rounded up to a power of two); a "
             "record larger than a quarter of it is logged in parts (a large hash or set logs only the fields written)"),
@@ -871,6 +875,10 @@ bool FinishConfig(Config* c, std::string* err) {
     }
   }
   if (!c->wal_save_set) c->wal_save = {"3600 1", "300 100", "60 10000"};  // Redis's defaults
+  if (c->wal_commit != "worker" && c->wal_commit != "wal") {
+    *err = Where(*c, "wal.commit") + "[wal] commit: expected worker or wal, got '" + c->wal_commit + "'";
+    return false;
+  }
   if (c->wal_fsync != "always" && c->wal_fsync != "everysec" && c->wal_fsync != "no" && c->wal_fsync != "off") {
     *err = Where(*c, "wal.fsync") + "[wal] fsync: expected always, everysec, no or off, got '" + c->wal_fsync + "'";
     return false;

@@ -86,6 +86,7 @@ struct Config {
   bool wal_save_set = false;          // a save line was given (save = "" turns the defaults off)
   int wal_snapshots_kept = 2;
   std::string wal_fsync = "everysec";  // always | everysec | no | off (snapshots only)
+  std::string wal_commit = "worker";   // fsync = always: who commits a batch: worker | wal
   int wal_ring_mb = 16;                // per writing process (db/wal_ring.h)
   int wal_segment_mb = 64;
   // [secrets]

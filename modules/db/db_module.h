@@ -128,6 +128,12 @@ int WalProcesses(const proc::Config& cfg);
 void RunWal(proc::ModuleProcContext& pc);
 // Supervisor, after every child stopped: what the rings still hold.
 void FinalWalDrain(const proc::Config& cfg);
+// fsync = always, [wal] commit = worker: commit every ring's records now
+// as the leader of a group commit (the worker's ring index: its own
+// replies it releases itself). A net::CommitResult: kCommitNone when it
+// did not (another committer will: its records are covered without a
+// wait); kCommitAgain when another worker asked for a turn meanwhile.
+int WalLead(const proc::Config& cfg, uint32_t self_ring);
 // The "wal" statistics group (empty without a WAL): INFO, MI, /metrics.
 std::vector<StatValue> WalStatValues();
 // The WAL position written so far (0 without a WAL).

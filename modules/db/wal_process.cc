@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -29,6 +30,7 @@
 #include "db/wal_apply.h"
 #include "db/wal_ring.h"
 #include "modules/db/db_module.h"
+#include "net/server.h"
 #include "proc/daemon.h"
 #include "proc/log.h"
 
@@ -43,33 +45,61 @@ int64_t MonoUs() {
 
 using ::db::fileio::FsyncDir;
 
-// The consumer: rings -> the current segment.
+// A committer: rings -> the current segment. Every method runs under
+// commit_mu (db/wal_ring.h): the segment's state is shared (the write
+// offset is written_pos - segment_start, the zeros' end seg_alloc), and
+// each committer takes it up at the start of its turn (Adopt), since
+// another may have written or opened a segment meanwhile.
 class Pump {
  public:
-  // final: the supervisor's last drain (a few records at most): no
-  // zeros laid down ahead for them.
-  Pump(const proc::Config& cfg, bool final = false)
-      : dir_(cfg.wal_dir), seg_bytes_(uint64_t(cfg.wal_segment_mb) << 20) {
+  // kProcess: the WAL process (opens segments, lays zeros ahead under
+  // always). kFinal: the supervisor's last drain (a few records at most:
+  // no zeros laid down for them). kLeader: a worker committing its
+  // round's records itself (Lead; it neither opens segments nor lays
+  // zeros: it wakes the WAL process for those).
+  enum class Role { kProcess, kFinal, kLeader };
+  Pump(const proc::Config& cfg, Role role = Role::kProcess, uint32_t self_ring = UINT32_MAX)
+      : dir_(cfg.wal_dir), seg_bytes_(uint64_t(cfg.wal_segment_mb) << 20), role_(role), self_ring_(self_ring) {
     w_ = db::Wal();
     policy_ = static_cast<db::WalPolicy>(w_->policy);
-    zero_fill_ = policy_ == db::WalPolicy::kAlways && !final;
+    zero_fill_ = policy_ == db::WalPolicy::kAlways && role == Role::kProcess;
     pending_.assign(w_->nrings, 0);
+    // Tests only (test_wal): PERFCACHED_TEST_LEADER_DIES=STEP:N kills a
+    // leading worker at STEP of its Nth turn (1 drained, 2 written, 3
+    // counted in written_pos, 4 ring tails moved, 5 fsynced), so that the
+    // next committer's recovery from a turn cut short runs at each step.
+    const char* die = role == Role::kLeader ? getenv("PERFCACHED_TEST_LEADER_DIES") : nullptr;
+    if (die && sscanf(die, "%d:%llu", &die_step_, &die_turn_) != 2) die_step_ = 0;
   }
   ~Pump() {
-    if (fd_ >= 0) {
-      TrimZeros();
-      close(fd_);
-    }
+    if (fd_ >= 0) close(fd_);
   }
 
-  // Start after whatever is on disk: fsync the newest segment (a killed
-  // predecessor's writes), then everything written so far is durable.
+  // The previous holder of commit_mu died holding it: what it wrote
+  // (and counted in written_pos) may not be fsynced; this turn fsyncs
+  // and publishes even with nothing new to write.
+  void AfterDeath() { dirty_ = true; }
+
+  // Leaving (the WAL process at a stop, the final drain): the zeros after
+  // the records go.
+  void Finish() {
+    if (Adopt()) TrimZeros();
+  }
+
+  // Start after whatever is on disk: fsync the current segment and the
+  // newest (a killed predecessor's writes), then everything written so
+  // far is durable.
   bool Start(std::string* err) {
     auto segs = db::ListWalSegments(dir_);
-    if (!segs.empty()) {
-      int fd = open(segs.back().second.c_str(), O_RDONLY | O_CLOEXEC);
+    std::vector<std::string> sync;
+    if (w_->segments_opened.load() != 0) sync.push_back(dir_ + "/" + db::WalSegmentName(w_->segment_start.load()));
+    if (!segs.empty() && (sync.empty() || sync[0] != segs.back().second)) sync.push_back(segs.back().second);
+    for (const std::string& path : sync) {
+      errno = 0;
+      int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 && errno == ENOENT) continue;
       if (fd < 0 || fdatasync(fd) != 0) {
-        Fail(errno ? errno : EIO, segs.back().second + ": fdatasync at start: " + std::strerror(errno));
+        Fail(errno ? errno : EIO, path + ": fdatasync at start: " + std::strerror(errno));
         w_->sync_failed.store(1);
       }
       if (fd >= 0) close(fd);
@@ -81,8 +111,23 @@ class Pump {
       (void)err;
       return true;
     }
-    uint64_t end = db::WalEndPosition(dir_);
-    if (end > w_->written_pos.load()) w_->written_pos.store(end);
+    // A predecessor killed while it opened a segment: open it again (the
+    // same name: nothing was written since, no worker commits meanwhile).
+    if (w_->rotating.load() != 0 && role_ != Role::kLeader) {
+      std::string oerr;
+      if (!OpenSegment(&oerr)) Fail(errno ? errno : EIO, oerr);
+    }
+    // A segment of this run: the records end at written_pos (counted before
+    // the ring tails move). Bytes after it — a predecessor's write cut
+    // short, or written and not counted — are written over by the next
+    // batch, which holds at least the same records (they are still in the
+    // rings); raising written_pos over them would leave a torn record
+    // in the middle of the segment, and a later replay would cut every
+    // record after it. Before any segment of this run: after the log on disk.
+    if (w_->segments_opened.load() == 0) {
+      uint64_t end = db::WalEndPosition(dir_);
+      if (end > w_->written_pos.load()) w_->written_pos.store(end);
+    }
     w_->durable_pos.store(w_->written_pos.load());
     for (uint32_t i = 0; i < w_->nrings; ++i) {
       db::WalRing* r = db::WalRingAt(i);
@@ -96,6 +141,73 @@ class Pump {
   // One round: drain, write, fsync by policy, publish. True when it moved
   // bytes (the caller loops again at once).
   bool Cycle(bool force_sync) {
+    if (w_->rotating.load() != 0) {  // a predecessor killed while it opened one
+      std::string err;
+      if (!OpenSegment(&err)) {
+        Fail(errno ? errno : EIO, err);
+        return false;
+      }
+    }
+    Adopt();
+    bool moved = CycleLocked(force_sync);
+    TrimBuffer();
+    return moved;
+  }
+
+  // A worker's turn as leader (fsync = always): false when it cannot (no
+  // segment yet, or the WAL process is opening one): the WAL process
+  // commits then.
+  bool Lead() {
+    // A full segment: the WAL process opens the next (it commits meanwhile).
+    if (!Adopt() || size_ >= seg_bytes_) return false;
+    ++turns_;
+    w_->worker_commits.fetch_add(1, std::memory_order_relaxed);
+    CycleLocked(false);
+    TrimBuffer();
+    return true;
+  }
+
+ private:
+  void TestDie(int step) const {
+    if (step == die_step_ && turns_ == die_turn_) raise(SIGKILL);
+  }
+
+  // Take the shared segment state; false when there is no segment to write
+  // into (none opened yet, or one being opened).
+  bool Adopt() {
+    if (w_->rotating.load() != 0) return false;
+    if (w_->segments_opened.load() == 0) return fd_ >= 0;
+    uint64_t start = w_->segment_start.load();
+    if (fd_ < 0 || start != seg_start_) {
+      std::string path = dir_ + "/" + db::WalSegmentName(start);
+      int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) {
+        // A worker (out of descriptors): the WAL process commits instead.
+        // The WAL process: the segment is gone; start another.
+        if (role_ == Role::kLeader) return false;
+        int e = errno;
+        std::string err;
+        if (OpenSegment(&err)) return true;
+        Fail(e, path + ": " + std::strerror(e) + "; " + err);
+        return false;
+      }
+      if (fd_ >= 0) close(fd_);
+      fd_ = fd;
+      seg_start_ = start;
+      path_ = path;
+    }
+    size_ = w_->written_pos.load() - seg_start_;
+    alloc_ = std::max(w_->seg_alloc.load(), kHeaderBytes + size_);
+    return true;
+  }
+
+  bool CycleLocked(bool force_sync) {
+    // Whatever a worker that found commit_mu taken asked for is drained now.
+    w_->commit_wanted.store(0, std::memory_order_seq_cst);
+    // Written and not yet fsynced under always: a committer died after its
+    // write (its records may be in no ring any more): fsync and publish
+    // now, even with nothing new to write.
+    if (policy_ == db::WalPolicy::kAlways && w_->durable_pos.load() < w_->written_pos.load()) dirty_ = true;
     buf_.clear();
     heads_.assign(w_->nrings, 0);
     for (uint32_t i = 0; i < w_->nrings; ++i) {
@@ -108,12 +220,20 @@ class Pump {
     last_bytes_ = buf_.size();
     last_records_ = 0;
     if (moved) {
+      TestDie(1);
       if (!Write()) return false;
+      TestDie(2);
+      // written_pos first: a committer killed after it leaves the records
+      // counted in the file and still in the rings (the next one writes
+      // them again after them: replay takes a version once); killed
+      // before it, they are written over.
+      w_->written_pos.fetch_add(buf_.size());
+      TestDie(3);
       for (uint32_t i = 0; i < w_->nrings; ++i) {
         db::WalRing* r = db::WalRingAt(i);
         if (heads_[i] > r->tail.load(std::memory_order_relaxed)) r->tail.store(heads_[i], std::memory_order_release);
       }
-      w_->written_pos.fetch_add(buf_.size());
+      TestDie(4);
       w_->bytes.fetch_add(buf_.size());
       dirty_ = true;
     }
@@ -122,9 +242,17 @@ class Pump {
                            (policy_ == db::WalPolicy::kEverysec && now - last_sync_ms_ >= 1000));
     if (sync) {
       if (!Sync()) return false;
+      TestDie(5);
       Publish();
     } else if (moved && policy_ == db::WalPolicy::kNo) {
       Publish();  // no fsync: "durable" is "handed to the kernel"
+    }
+    if (role_ == Role::kLeader) {
+      // Zeros running out, or the segment full: the WAL process's work.
+      bool low = policy_ == db::WalPolicy::kAlways && alloc_ < kHeaderBytes + size_ + kZeroChunk / 2 &&
+                 alloc_ < kHeaderBytes + seg_bytes_;
+      if (low || size_ >= seg_bytes_) db::WakeWalProcess();
+      return moved;
     }
     if (zero_fill_ && fd_ >= 0) KeepZerosAhead();
     if (fd_ >= 0 && size_ >= seg_bytes_) {
@@ -144,6 +272,7 @@ class Pump {
     return moved;
   }
 
+ public:
   uint64_t segment_start() const { return seg_start_; }
   // The last Cycle's batch (bytes, records) and the last fsync's time.
   size_t last_bytes() const { return last_bytes_; }
@@ -151,7 +280,19 @@ class Pump {
   uint64_t last_sync_us() const { return last_sync_us_; }
 
  private:
+  // rotating is 1 from before the file is made until segment_start names
+  // it (or it is removed again): a worker never writes into a segment
+  // whose header may not be on disk, nor into the old one while a new
+  // one may exist (replay would take the old one's later records as
+  // before the new one's start).
   bool OpenSegment(std::string* err) {
+    w_->rotating.store(1, std::memory_order_seq_cst);
+    bool ok = OpenSegmentFile(err);
+    w_->rotating.store(0, std::memory_order_seq_cst);
+    return ok;
+  }
+
+  bool OpenSegmentFile(std::string* err) {
     uint64_t start = w_->written_pos.load();
     std::string path = dir_ + "/" + db::WalSegmentName(start);
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -187,8 +328,9 @@ class Pump {
     seg_start_ = start;
     size_ = 0;
     path_ = path;
-    w_->segments_opened.fetch_add(1);
+    w_->seg_alloc.store(alloc);
     w_->segment_start.store(start);
+    w_->segments_opened.fetch_add(1);
     return true;
   }
 
@@ -222,6 +364,7 @@ class Pump {
           LOG_ERR("WAL: %s: cannot cut a failed write back: %s", path_.c_str(), std::strerror(errno));
         } else {
           alloc_ = kHeaderBytes + size_;
+          w_->seg_alloc.store(alloc_);
         }
         Fail(e, path_ + ": write: " + std::strerror(e));
         return false;
@@ -229,7 +372,10 @@ class Pump {
       off += static_cast<size_t>(n);
     }
     size_ += buf_.size();
-    alloc_ = std::max(alloc_, kHeaderBytes + size_);
+    if (kHeaderBytes + size_ > alloc_) {  // past the zeros: the file grew
+      alloc_ = kHeaderBytes + size_;
+      w_->seg_alloc.store(alloc_);
+    }
     last_records_ = CountRecords();
     w_->records.fetch_add(last_records_);
     if (w_->failed_errno.load() != 0 && w_->sync_failed.load() == 0) {
@@ -263,6 +409,7 @@ class Pump {
     if (w_->sync_failed.load() != 0) return false;
     uint64_t us = static_cast<uint64_t>(MonoUs() - t0);
     last_sync_us_ = us;
+    if (us > 1000000) w_->slow_fsync_ms.store(WallMs());  // workers leave committing to the WAL process a while
     w_->fsyncs.fetch_add(1);
     w_->fsync_us_total.fetch_add(us);
     if (us > w_->fsync_us_max.load()) w_->fsync_us_max.store(us);
@@ -270,6 +417,11 @@ class Pump {
     w_->last_fsync_ms.store(last_sync_ms_);
     dirty_ = false;
     return true;
+  }
+
+  // A batch's buffer: no larger than a few MiB kept between batches.
+  void TrimBuffer() {
+    if (buf_.capacity() > (8u << 20)) std::string().swap(buf_);
   }
 
   // Everything written so far is durable: tell the rings, wake waiters.
@@ -281,7 +433,8 @@ class Pump {
       uint64_t t = r->tail.load(std::memory_order_relaxed);
       if (t > r->durable.load(std::memory_order_relaxed)) {
         r->durable.store(t, std::memory_order_seq_cst);
-        if (r->waiters.load(std::memory_order_seq_cst) != 0) {
+        // (A leading worker releases its own replies when it is done.)
+        if (i != self_ring_ && r->waiters.load(std::memory_order_seq_cst) != 0) {
           uint64_t one = 1;
           ssize_t n = write(r->efd, &one, sizeof one);
           (void)n;
@@ -328,6 +481,7 @@ class Pump {
       fill_retry_ms_ = now + 1000;
       return;
     }
+    w_->seg_alloc.store(alloc_);
     w_->zero_fills.fetch_add(1);
     sync_file_range(fd_, static_cast<off_t>(from), static_cast<off_t>(kZeroChunk), SYNC_FILE_RANGE_WRITE);
   }
@@ -337,6 +491,7 @@ class Pump {
   void TrimZeros() {
     if (alloc_ > kHeaderBytes + size_ && ftruncate(fd_, static_cast<off_t>(kHeaderBytes + size_)) == 0) {
       alloc_ = kHeaderBytes + size_;
+      w_->seg_alloc.store(alloc_);
     }
   }
 
@@ -348,6 +503,10 @@ class Pump {
   std::string dir_, path_, buf_;
   std::vector<uint64_t> heads_, pending_;
   uint64_t seg_bytes_, seg_start_ = 0, size_ = 0, alloc_ = 0;
+  Role role_;
+  uint32_t self_ring_;
+  int die_step_ = 0;  // PERFCACHED_TEST_LEADER_DIES
+  unsigned long long die_turn_ = 0, turns_ = 0;
   int64_t fill_retry_ms_ = 0;
   int fd_ = -1;
   bool dirty_ = false;
@@ -377,6 +536,19 @@ uint64_t PendingBytes(db::WalShared* w) {
     n += r->head.load(std::memory_order_acquire) - r->tail.load(std::memory_order_relaxed);
   }
   return n;
+}
+
+// Take commit_mu for a turn of p (wait: up to 200 ms). False: another
+// committer holds it.
+bool TakeTurn(Pump& p, bool wait) {
+  db::CommitLock l = db::LockCommit(wait);
+  if (l == db::CommitLock::kBusy) return false;
+  if (l == db::CommitLock::kOwnerDied) {
+    LOG_WARN("WAL: a committer died during its turn: what it wrote is fsynced now (records it had not counted are "
+             "written again)");
+    p.AfterDeath();
+  }
+  return true;
 }
 
 void Gather(db::WalShared* w, const Pump& pump) {
@@ -414,10 +586,16 @@ void RunWal(proc::ModuleProcContext& pc) {
   w->wal_pid.store(getpid());
   Pump pump(*pc.cfg);
   std::string err;
-  while (!pump.Start(&err)) {  // a full disk at start: keep trying, writes are refused meanwhile
+  for (;;) {  // a worker stuck in a hung fdatasync holds commit_mu: wait for it
+    pc.self->heartbeat_ms.store(WallMs());
+    if (proc::StopRequested()) return;
+    if (!TakeTurn(pump, true)) continue;
+    bool started = pump.Start(&err);
+    db::UnlockCommit();
+    if (started) break;
+    // a full disk at start: keep trying, writes are refused meanwhile
     if (w->failed_errno.exchange(ENOSPC) == 0) LOG_ERR("WAL: %s", err.c_str());
     for (int i = 0; i < 10 && !proc::StopRequested(); ++i) usleep(100 * 1000);
-    if (proc::StopRequested()) return;
   }
   int64_t last_tick = 0, stop_at = 0;
   // A stop: workers finish the replies in flight, and under always those
@@ -441,7 +619,12 @@ void RunWal(proc::ModuleProcContext& pc) {
       if (pc.tick) pc.tick();
       pc.self->heartbeat_ms.store(now);
     }
-    if (pump.Cycle(false)) {
+    bool moved = false;
+    if (TakeTurn(pump, true)) {
+      moved = pump.Cycle(false);
+      db::UnlockCommit();
+    }
+    if (moved) {
       if (static_cast<db::WalPolicy>(w->policy) == db::WalPolicy::kAlways) Gather(w, pump);
       continue;
     }
@@ -470,20 +653,67 @@ void RunWal(proc::ModuleProcContext& pc) {
   }
   // Stopping: what the rings hold now goes out and is fsynced; the
   // supervisor drains the rest once every worker is gone (FinalWalDrain).
-  while (pump.Cycle(true)) {
+  for (int64_t until = WallMs() + 15000; WallMs() < until;) {
+    if (!TakeTurn(pump, true)) continue;
+    bool moved = pump.Cycle(true);
+    if (!moved) pump.Finish();
+    db::UnlockCommit();
+    if (!moved) break;
   }
 }
 
 void FinalWalDrain(const proc::Config& cfg) {
   if (!db::Wal()) return;
-  Pump pump(cfg, true);
+  Pump pump(cfg, Pump::Role::kFinal);
   std::string err;
+  // Every other process is gone: commit_mu is free, or its holder died.
+  if (!TakeTurn(pump, true)) {
+    LOG_ERR("WAL: final drain: the commit lock is held: the records still in memory are not on disk");
+    return;
+  }
   if (!pump.Start(&err)) {
+    db::UnlockCommit();
     LOG_ERR("WAL: final drain: %s: the records still in memory are not on disk", err.c_str());
     return;
   }
   for (int i = 0; i < 1000 && pump.Cycle(true); ++i) {
   }
+  pump.Finish();
+  db::UnlockCommit();
+}
+
+// fsync = always, [wal] commit = worker: at the end of a loop round in
+// which replies were held, the worker commits every ring's records itself
+// (the leader of a group commit: no wake-up of the WAL process and back
+// per batch; docs/persistence.md "Workers commit"). A worker that finds
+// another committing sets commit_wanted and goes on serving; the holder
+// sees it after its turn and takes another on its next loop iteration
+// (after its own replies went out and its sockets were read), so the
+// records are written without anyone waiting for the lock.
+int WalLead(const proc::Config& cfg, uint32_t self_ring) {
+  db::WalShared* w = db::Wal();
+  if (!w) return net::kCommitNone;
+  static Pump* pump = nullptr;  // this worker's, for its life (never trims: the WAL process's)
+  if (!pump) pump = new Pump(cfg, Pump::Role::kLeader, self_ring);
+  // An fdatasync took over a second lately (a disk in trouble): a leader
+  // would stall every connection of its worker with it. The WAL process
+  // commits for 10 s.
+  if (WallMs() - w->slow_fsync_ms.load(std::memory_order_relaxed) < 10000) {
+    db::WakeWalProcess();
+    return net::kCommitNone;
+  }
+  w->commit_wanted.store(1, std::memory_order_seq_cst);
+  if (!TakeTurn(*pump, false)) return net::kCommitNone;  // the holder sees commit_wanted
+  bool ok = pump->Lead();
+  db::UnlockCommit();
+  if (!ok) {  // no segment to write into yet, or one being opened
+    db::WakeWalProcess();
+    return net::kCommitNone;
+  }
+  // Dekker with a worker whose trylock failed: it set commit_wanted, then
+  // tried; we unlocked, then look.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return w->commit_wanted.load(std::memory_order_seq_cst) != 0 ? net::kCommitAgain : net::kCommitted;
 }
 
 std::vector<StatValue> WalStatValues() {

@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "modules/db/db_module.h"
 #include "modules/exports.h"
 #include "modules/resp/command.h"
 #include "net/server.h"
@@ -119,6 +120,13 @@ void* WorkerInit(proc::WorkerContext& wc) {
     if (wal && d->env.wal.efd() >= 0 && d->env.wal.policy() == db::WalPolicy::kAlways) {
       so.durable = [dp](uint64_t pos) { return dp->env.wal.Durable(pos); };
       so.waiting = [dp](bool on) { dp->env.wal.SetWaiting(on); };
+      if (wc.cfg->wal_commit == "worker") {
+        // The worker commits its round's records itself (group commit
+        // leader: db_module::WalLead), after the round's replies went out.
+        d->env.wal.set_leads(true);
+        const proc::Config* cfg = wc.cfg;
+        so.commit = [dp, cfg]() { return db_module::WalLead(*cfg, dp->env.wal.index()); };
+      }
       d->wal_ev = event_new(wc.base, d->env.wal.efd(), EV_READ | EV_PERSIST, &OnWalDurable, d);
       event_add(d->wal_ev, nullptr);
     }

@@ -154,7 +154,10 @@ class Wal(unittest.TestCase):
         rng = random.Random(os.getpid())
         total = fields = 0
         for rnd in range(ROUNDS):
-            d = self.daemon()
+            # Both committers: workers as group-commit leaders (the
+            # default), and the WAL process alone (every third round).
+            commit = "wal" if rnd % 3 == 1 else "worker"
+            d = self.daemon(extra=["wal.commit=" + commit])
             cfg = redis.Redis(port=d.port)
             for name in ("hash-max-listpack-entries", "set-max-listpack-entries", "set-max-intset-entries"):
                 cfg.config_set(name, 8)
@@ -170,6 +173,11 @@ class Wal(unittest.TestCase):
                 self.assertEqual(len(wal), 1, "one WAL process")
                 os.kill(wal[0], signal.SIGKILL)
             time.sleep(0.3 + rng.random())
+            led = redis.Redis(port=d.port).info("persistence")["wal_worker_commits"]
+            if commit == "wal":
+                self.assertEqual(led, 0, "a worker committed under [wal] commit = wal")
+            else:
+                self.assertGreater(led, 0, "no worker committed under [wal] commit = worker")
             kill9_all(d)
             w.finish()
             total += w.total()
@@ -183,6 +191,34 @@ class Wal(unittest.TestCase):
             self.assertEqual(d2.stop(), 0)
         self.assertGreater(total, 200 * ROUNDS, "the writers wrote too little to mean anything")
         self.assertGreater(fields, 0, "no fields record was written")
+
+    def test_a_leader_killed_at_each_step_of_its_commit_loses_no_acknowledged_write(self):
+        """[wal] commit = worker: a worker commits its round's records itself,
+        under the robust commit lock. Killed at each step of its turn (the
+        test hook PERFCACHED_TEST_LEADER_DIES: after the drain, the write,
+        written_pos, the ring tails, the fdatasync), the next committer
+        takes the lock from the dead one, fsyncs what it wrote and goes on:
+        writes go on being acknowledged (no reply hangs), and after a crash
+        of the whole daemon every acknowledged one is there."""
+        for step in range(1, 6):
+            env = dict(os.environ, PERFCACHED_TEST_LEADER_DIES="%d:40" % step)
+            d = Daemon(arena_mb=128, env=env, overrides=["wal.dir=%s/data" % self.dir, 'wal.save=""',
+                                                         "wal.fsync=always"])
+            self.addCleanup(d.stop)
+            w = Writers(d.port)
+            w.start()
+            died = d.wait_log("a committer died during its turn", timeout=30)
+            self.assertTrue(died, "step %d: no leader died holding the commit lock" % step)
+            before = w.total()
+            time.sleep(1.0)
+            self.assertGreater(w.total(), before + 20, "step %d: writes stopped after a leader died" % step)
+            kill9_all(d)
+            w.finish()
+            d2 = self.daemon()
+            r = redis.Redis(port=d2.port)
+            w.verify(self, r)
+            r.flushall()
+            self.assertEqual(d2.stop(), 0)
 
     def state(self, r, db=0):
         """Every key of a db with its value (strings) and whether it has a TTL."""

@@ -238,11 +238,13 @@ TEST(Config, UnknownKeyListsTheSection) {
                LoadErr("[memory]\narena_mb = 32\narena = 1\n").c_str());
   STRCMP_EQUAL("F:2: unknown key 'uri' in [db] (expected one of: url, table, mode, persist_collections)",
                LoadErr("[db]\nuri = sqlite:///x\n").c_str());
-  STRCMP_EQUAL("F:2: unknown key 'fsnyc' in [wal] (expected one of: dir, fsync, ring_mb, segment_mb, save, "
-               "snapshots_kept)",
+  STRCMP_EQUAL("F:2: unknown key 'fsnyc' in [wal] (expected one of: dir, fsync, commit, ring_mb, segment_mb, "
+               "save, snapshots_kept)",
                LoadErr("[wal]\nfsnyc = always\n").c_str());
   STRCMP_EQUAL("F:2: [wal] fsync: expected always, everysec, no or off, got 'sometimes'",
                FinishErr("[wal]\nfsync = sometimes\n").c_str());
+  STRCMP_EQUAL("F:2: [wal] commit: expected worker or wal, got 'leader'",
+               FinishErr("[wal]\ncommit = leader\n").c_str());
   STRCMP_EQUAL("F:2: expected SECONDS CHANGES (two positive integers, e.g. 300 100), got '300'",
                LoadErr("[wal]\nsave = 300\n").c_str());
   {

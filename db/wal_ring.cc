@@ -127,6 +127,12 @@ CommitLock LockCommit(bool wait) {
     pthread_mutex_consistent(&g_wal->commit_mu);
     return CommitLock::kOwnerDied;
   }
+  if (r != 0 && r != EBUSY && r != ETIMEDOUT) {
+    // ENOTRECOVERABLE cannot happen (every EOWNERDEAD is made consistent):
+    // do not let a waiting caller spin on it.
+    if (wait) usleep(100 * 1000);
+    return CommitLock::kBusy;
+  }
   return r == 0 ? CommitLock::kTaken : CommitLock::kBusy;
 }
 

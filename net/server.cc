@@ -606,7 +606,13 @@ void Server::OnCommit(evutil_socket_t, short, void* arg) {
 void Server::OnCommitAgain(evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->Commit(); }
 
 void Server::Commit() {
-  int r = opt_.commit();
+  int r;
+  try {
+    r = opt_.commit();
+  } catch (const std::exception&) {  // the replies stay held: the WAL process or the tick
+    Count(kCtrErrors);
+    return;
+  }
   if (r == kCommitAgain && !evtimer_pending(commit_again_ev_, nullptr)) {
     timeval zero{0, 0};
     evtimer_add(commit_again_ev_, &zero);

@@ -148,7 +148,8 @@ class Pump {
         return false;
       }
     }
-    Adopt();
+    // The current segment cannot be written: nothing may be published.
+    if (!Adopt() && w_->segments_opened.load() != 0) return false;
     bool moved = CycleLocked(force_sync);
     TrimBuffer();
     return moved;
@@ -185,10 +186,12 @@ class Pump {
         // A worker (out of descriptors): the WAL process commits instead.
         // The WAL process: the segment is gone; start another.
         if (role_ == Role::kLeader) return false;
+        // Only when everything in it is durable: the records not yet
+        // fsynced there would otherwise be published by the next turn.
         int e = errno;
         std::string err;
-        if (OpenSegment(&err)) return true;
-        Fail(e, path + ": " + std::strerror(e) + "; " + err);
+        if (w_->durable_pos.load() == w_->written_pos.load() && OpenSegment(&err)) return true;
+        Fail(e, path + ": " + std::strerror(e) + (err.empty() ? "" : "; " + err));
         return false;
       }
       if (fd_ >= 0) close(fd_);
@@ -212,7 +215,8 @@ class Pump {
     heads_.assign(w_->nrings, 0);
     for (uint32_t i = 0; i < w_->nrings; ++i) {
       db::WalRing* r = db::WalRingAt(i);
-      uint64_t h = r->head.load(std::memory_order_acquire), t = r->tail.load(std::memory_order_relaxed);
+      // (seq_cst: the other half of the commit_wanted pair, db/wal_ring.h)
+      uint64_t h = r->head.load(std::memory_order_seq_cst), t = r->tail.load(std::memory_order_relaxed);
       heads_[i] = h;
       if (h > t) db::WalRingCopy(i, h, &buf_);
     }
@@ -397,7 +401,15 @@ class Pump {
   }
 
   bool Sync() {
-    if (!dirty_ || fd_ < 0) return true;
+    if (!dirty_) return true;
+    if (fd_ < 0) {
+      // No segment to fsync: fine before the first one of this run (nothing
+      // was written); otherwise (it could not be opened) nothing may be
+      // published as durable.
+      if (w_->segments_opened.load() != 0) return false;
+      dirty_ = false;
+      return true;
+    }
     int64_t t0 = MonoUs();
     if (fdatasync(fd_) != 0) {
       // After a failed fsync the kernel may have dropped the pages: nothing
@@ -425,9 +437,12 @@ class Pump {
   }
 
   // Everything written so far is durable: tell the rings, wake waiters.
+  // durable_pos goes last: a committer killed inside Publish leaves it
+  // below written_pos, and the next turn under always publishes again
+  // (CycleLocked): no ring is left unpublished with nothing to say so.
   void Publish() {
     if (w_->sync_failed.load() != 0) return;
-    w_->durable_pos.store(w_->written_pos.load());
+    uint64_t written = w_->written_pos.load();
     for (uint32_t i = 0; i < w_->nrings; ++i) {
       db::WalRing* r = db::WalRingAt(i);
       uint64_t t = r->tail.load(std::memory_order_relaxed);
@@ -441,6 +456,7 @@ class Pump {
         }
       }
     }
+    w_->durable_pos.store(written, std::memory_order_seq_cst);
   }
 
   // fsync = always: the segment is zero-filled ahead of its records
@@ -704,8 +720,13 @@ int WalLead(const proc::Config& cfg, uint32_t self_ring) {
   }
   w->commit_wanted.store(1, std::memory_order_seq_cst);
   if (!TakeTurn(*pump, false)) return net::kCommitNone;  // the holder sees commit_wanted
-  bool ok = pump->Lead();
-  db::UnlockCommit();
+  bool ok;
+  {
+    struct Unlock {
+      ~Unlock() { db::UnlockCommit(); }  // an exception (std::bad_alloc) too
+    } unlock;
+    ok = pump->Lead();
+  }
   if (!ok) {  // no segment to write into yet, or one being opened
     db::WakeWalProcess();
     return net::kCommitNone;

@@ -66,7 +66,8 @@ class Pump {
     pending_.assign(w_->nrings, 0);
     // Tests only (test_wal): PERFCACHED_TEST_LEADER_DIES=STEP:N kills a
     // leading worker at STEP of its Nth turn (1 drained, 2 written, 3
-    // counted in written_pos, 4 ring tails moved, 5 fsynced), so that the
+    // counted in written_pos, 4 ring tails moved, 5 fsynced, 6 one ring
+    // published), so that the
     // next committer's recovery from a turn cut short runs at each step.
     const char* die = role == Role::kLeader ? getenv("PERFCACHED_TEST_LEADER_DIES") : nullptr;
     if (die && sscanf(die, "%d:%llu", &die_step_, &die_turn_) != 2) die_step_ = 0;
@@ -448,6 +449,7 @@ class Pump {
       uint64_t t = r->tail.load(std::memory_order_relaxed);
       if (t > r->durable.load(std::memory_order_relaxed)) {
         r->durable.store(t, std::memory_order_seq_cst);
+        TestDie(6);
         // (A leading worker releases its own replies when it is done.)
         if (i != self_ring_ && r->waiters.load(std::memory_order_seq_cst) != 0) {
           uint64_t one = 1;

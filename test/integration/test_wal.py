@@ -196,11 +196,11 @@ class Wal(unittest.TestCase):
         """[wal] commit = worker: a worker commits its round's records itself,
         under the robust commit lock. Killed at each step of its turn (the
         test hook PERFCACHED_TEST_LEADER_DIES: after the drain, the write,
-        written_pos, the ring tails, the fdatasync), the next committer
+        written_pos, the ring tails, the fdatasync, one ring's publish), the next committer
         takes the lock from the dead one, fsyncs what it wrote and goes on:
         writes go on being acknowledged (no reply hangs), and after a crash
         of the whole daemon every acknowledged one is there."""
-        for step in range(1, 6):
+        for step in range(1, 7):
             env = dict(os.environ, PERFCACHED_TEST_LEADER_DIES="%d:40" % step)
             d = Daemon(arena_mb=128, env=env, overrides=["wal.dir=%s/data" % self.dir, 'wal.save=""',
                                                          "wal.fsync=always"])

@@ -67,8 +67,8 @@ class Pump {
     // Tests only (test_wal): PERFCACHED_TEST_LEADER_DIES=STEP:N kills a
     // leading worker at STEP of its Nth turn (1 drained, 2 written, 3
     // counted in written_pos, 4 ring tails moved, 5 fsynced, 6 one ring
-    // published), so that the
-    // next committer's recovery from a turn cut short runs at each step.
+    // published), so that the next committer's recovery from a turn cut
+    // short runs at each step.
     const char* die = role == Role::kLeader ? getenv("PERFCACHED_TEST_LEADER_DIES") : nullptr;
     if (die && sscanf(die, "%d:%llu", &die_step_, &die_turn_) != 2) die_step_ = 0;
   }
@@ -112,12 +112,6 @@ class Pump {
       (void)err;
       return true;
     }
-    // A predecessor killed while it opened a segment: open it again (the
-    // same name: nothing was written since, no worker commits meanwhile).
-    if (w_->rotating.load() != 0 && role_ != Role::kLeader) {
-      std::string oerr;
-      if (!OpenSegment(&oerr)) Fail(errno ? errno : EIO, oerr);
-    }
     // A segment of this run: the records end at written_pos (counted before
     // the ring tails move). Bytes after it — a predecessor's write cut
     // short, or written and not counted — are written over by the next
@@ -142,7 +136,9 @@ class Pump {
   // One round: drain, write, fsync by policy, publish. True when it moved
   // bytes (the caller loops again at once).
   bool Cycle(bool force_sync) {
-    if (w_->rotating.load() != 0) {  // a predecessor killed while it opened one
+    // A predecessor killed while it opened a segment: open it again (the
+    // same name: nothing was written since, no worker commits meanwhile).
+    if (w_->rotating.load() != 0) {
       std::string err;
       if (!OpenSegment(&err)) {
         Fail(errno ? errno : EIO, err);

@@ -256,6 +256,12 @@ struct CollectionOptions {
   uint32_t buckets = 1024;          // initial / minimum size (rounded to 2^n)
   uint32_t load_x100 = 400;         // grow above 4 entries per bucket
   bool expired_events = false;
+  // Versions of the collection's writes start above this (VersionFloor),
+  // from before the collection is visible: a write by another process
+  // the moment it is made cannot take a version at or below it. With a
+  // WAL, the largest version logged (a dropped collection of the same
+  // name has records there that must never outrank the new one's).
+  uint64_t version_floor = 0;
 };
 
 // Pre-fork, once: lay out the catalog in the arena's user root.

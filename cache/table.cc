@@ -390,6 +390,7 @@ Status CreateCollection(Ctx& c, std::string_view name, const CollectionOptions& 
     for (auto& v : lines[p].c) v.store(0, std::memory_order_relaxed);
   }
   for (auto& v : h.stat_base) v.store(0);
+  detail::RaiseFloor(h, o.version_floor);  // before it is live (CollectionOptions)
   PC_CRASH_POINT();
   uint32_t gen = h.gen.fetch_add(1) + 1;
   LockCatalog(*cat);

@@ -768,15 +768,15 @@ void RegisterCommands(mi::Registry& r, proc::ModuleProcContext& pc) {
         if (buckets < 16 || buckets > (1 << 30)) return mi::MiParamError("Bad type for parameter 'buckets'");
         cache::CollectionOptions o;
         o.buckets = static_cast<uint32_t>(buckets);
-        cache::TableRef made;
-        mem::Status s = cache::CreateCollection(*e->pc.ctx, name, o, &made);
+        // With the WAL: its versions start above everything logged, so the
+        // log's records of an earlier collection of this name (dropped)
+        // never outrank its writes at replay — from before it is visible
+        // (a worker may write to it the moment it is made).
+        if (e->wal.active()) o.version_floor = db::WalMaxVersion();
+        mem::Status s = cache::CreateCollection(*e->pc.ctx, name, o, nullptr);
         if (s == mem::Status::kExists) return mi::MiError(400, "collection exists");
         if (s == mem::Status::kInvalid) return mi::MiError(400, "bad collection name");
         if (s != mem::Status::kOk) return mi::MiError(500, std::string(mem::StatusName(s)));
-        // With the WAL: its versions start above everything logged, so the
-        // log's records of an earlier collection of this name (dropped)
-        // never outrank its writes at replay.
-        if (e->wal.active()) cache::RaiseVersionFloor(made, db::WalMaxVersion());
         return mi::MiOk();
       });
   Add(r, "perfcached", "perf_resize", "set a collection's size; it grows or shrinks toward it",

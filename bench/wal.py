@@ -93,6 +93,33 @@ def process_tree(pid):
     return pids
 
 
+def sched_ns(pids):
+    """(time run, time waited runnable on a run queue) in ns, summed over
+    every thread of pids (/proc/PID/task/TID/schedstat)."""
+    run = wait = 0
+    for pid in pids:
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                    v = f.read().split()
+                run += int(v[0])
+                wait += int(v[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return run, wait
+
+
+def idle_ticks():
+    """The machine's idle + iowait time in clock ticks, all CPUs (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = f.readline().split()
+    return int(v[4]) + int(v[5])
+
+
 CLIENT_CPU, SERVER_CPU = "0", "1"
 
 
@@ -104,14 +131,18 @@ def pinned(a, args):
 
 def bench(port, a, pipeline, pid):
     """(SET requests/s, server CPU microseconds per SET, redis-benchmark's
-    CPU microseconds per SET): the server's
+    CPU microseconds per SET, scheduling): the server's
     processes' user + system time over the run, with the children they
     reaped meanwhile (kernel threads such as the file system's journal are
     not counted, for either server; a redis-server AOF rewrite child still
-    running at the end is not either)."""
+    running at the end is not either). Scheduling: (the time the server's
+    threads were runnable but waited for a CPU, summed, as a share of the
+    run's wall time; the machine's idle share of all its CPUs meanwhile):
+    both high together means work queued on one CPU while another idled."""
     n = a.requests * (10 if pipeline > 1 else 1)
     pids = process_tree(pid)
     t0 = sum(cpu_ticks(x) for x in pids)
+    s0, i0, w0 = sched_ns(pids), idle_ticks(), time.monotonic()
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(pinned(a, ["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(n), "-r", "1000000",
                                     "-c", str(a.clients), "-P", str(pipeline), "-d", str(a.size), "-q"]),
@@ -120,9 +151,12 @@ def bench(port, a, pipeline, pid):
     if not m:
         raise RuntimeError("redis-benchmark printed no SET figure: " + out[-400:])
     t1 = sum(cpu_ticks(x) for x in pids)
+    s1, i1, w1 = sched_ns(pids), idle_ticks(), time.monotonic()
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # redis-benchmark, reaped by subprocess.run
     client = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e6 / n
-    return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n, client
+    wall = max(w1 - w0, 1e-6)
+    sched = ((s1[1] - s0[1]) / 1e9 / wall, (i1 - i0) / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1)))
+    return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n, client, sched
 
 
 def run_redis(a, d, policy):
@@ -192,49 +226,60 @@ def main():
             print(" pipeline %d:" % pipeline)
             for pc_policy in a.policies.split(","):
                 redis_policy = pc_policy
-                r_runs, r_cpu, r_cl = [], [], []
+                r_runs, r_cpu, r_cl, r_sch = [], [], [], []
                 p_runs = {w: [] for w in workers}
                 p_cpu = {w: [] for w in workers}
                 p_cl = {w: [] for w in workers}
+                p_sch = {w: [] for w in workers}
                 extra = {w: "" for w in workers}
                 for _ in range(a.runs):
                     d = tempfile.mkdtemp(dir=base)
                     port, p = run_redis(a, d, redis_policy)
                     try:
-                        rps, cpu, cl = bench(port, a, pipeline, p.pid)
+                        rps, cpu, cl, sch = bench(port, a, pipeline, p.pid)
                         r_runs.append(rps)
                         r_cpu.append(cpu)
                         r_cl.append(cl)
+                        r_sch.append(sch)
                     finally:
                         stop(p)
                     shutil.rmtree(d, ignore_errors=True)
                     for nw in workers:
-                        one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, extra)
+                        one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, p_sch, extra)
                 rm, rc, rcl = statistics.median(r_runs), statistics.median(r_cpu), statistics.median(r_cl)
-                print("  redis-server %-21s %10.0f/s  server %5.1f us/SET  client %5.1f us/SET" %
-                      ("appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy, rm, rc, rcl))
+                print("  redis-server %-21s %10.0f/s  server %5.1f us/SET  client %5.1f us/SET  %s" %
+                      ("appendonly no" if redis_policy == "off" else "appendfsync " + redis_policy, rm, rc, rcl,
+                       sched_text(r_sch)))
                 for nw in workers:
                     pm, pc, pcl = (statistics.median(p_runs[nw]), statistics.median(p_cpu[nw]),
                                    statistics.median(p_cl[nw]))
-                    print("  perfcached fsync=%-8s %d worker%s %10.0f/s  server %5.1f us/SET  client %5.1f us/SET"
+                    print("  perfcached fsync=%-8s %d worker%s %10.0f/s  server %5.1f us/SET  client %5.1f us/SET  %s"
                           "   ratio %.2f, CPU ratio %.2f, client CPU ratio %.2f%s" %
-                          (pc_policy, nw, " " if nw == 1 else "s", pm, pc, pcl, pm / rm, pc / rc if rc else 0,
-                           pcl / rcl if rcl else 0, extra[nw]))
+                          (pc_policy, nw, " " if nw == 1 else "s", pm, pc, pcl, sched_text(p_sch[nw]), pm / rm,
+                           pc / rc if rc else 0, pcl / rcl if rcl else 0, extra[nw]))
                 sys.stdout.flush()
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0
 
 
-def one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, extra):
+def sched_text(runs):
+    """The medians of bench()'s scheduling figures."""
+    import statistics
+    return "runq wait %3.0f%%, idle %3.0f%%" % (statistics.median(x[0] for x in runs) * 100,
+                                               statistics.median(x[1] for x in runs) * 100)
+
+
+def one_perfcached(a, base, pipeline, pc_policy, nw, p_runs, p_cpu, p_cl, p_sch, extra):
     """One perfcached run with nw workers; appends to the per-worker-count lists."""
     d = tempfile.mkdtemp(dir=base)
     port, p = run_perfcached(a, d, pc_policy, nw)
     try:
-        rps, cpu, cl = bench(port, a, pipeline, p.pid)
+        rps, cpu, cl, sch = bench(port, a, pipeline, p.pid)
         p_runs[nw].append(rps)
         p_cpu[nw].append(cpu)
         p_cl[nw].append(cl)
+        p_sch[nw].append(sch)
         info = subprocess.run([REDIS_CLI, "-p", str(port), "info", "persistence"],
                               capture_output=True, text=True).stdout
         n = re.search(r"wal_fsyncs:(\d+)", info)

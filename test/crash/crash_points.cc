@@ -61,6 +61,7 @@ using mem::Status;
 
 constexpr int kImmortal = 64;
 constexpr int kMortalO = 128;  // seeded into "o" (16 buckets, never grows)
+constexpr uint64_t kTmpFloor = 1000000;  // the tmp collections' version floor (a WAL's, perf_create)
 
 std::string Imm(int i) { return "imm:" + std::to_string(i); }
 std::string ImmVal(int i) { return std::string(40 + i % 30, static_cast<char>('A' + i % 26)); }
@@ -647,6 +648,7 @@ int Workload(cache::Ctx& c, int round, Progress* pr) {
   cache::TableRef tt;
   cache::CollectionOptions co;
   co.buckets = 16;
+  co.version_floor = kTmpFloor;  // in place before it is live (Verify)
   std::string tmp = "tmp" + std::to_string(round);
   if (cache::CreateCollection(c, tmp, co, &tt) == Status::kOk) {
     for (int i = 0; i < 40; ++i) (void)cache::Set(c, tt, "t:" + std::to_string(i), val(i, 9));
@@ -834,6 +836,16 @@ std::string Verify(mem::Arena& a, cache::Ctx& c, const Progress& pr) {
   }
   // Hashes and sets: each as it was or as it would be.
   if (std::string why = CheckAgg(c, ta, pr); !why.empty()) return why;
+  // A collection the workload made (tmp*, renamed tmp*r) is never live
+  // below the version floor it was created with (perf_create's WAL floor:
+  // a write the moment it is visible must not take a lower version).
+  for (const cache::CollectionInfo& ci : cache::ListCollections(c)) {
+    cache::TableRef t;
+    if (ci.name.rfind("tmp", 0) != 0 || cache::OpenCollection(c, ci.name, &t) != Status::kOk) continue;
+    if (cache::VersionFloor(t) < kTmpFloor) {
+      return ci.name + " is live with version floor " + std::to_string(cache::VersionFloor(t));
+    }
+  }
   // The thinned hashes of the automove phase, if the kill left them: each
   // whole (400 fields) or thinned (100), every field with its value, also
   // when the kill hit a move of its trie.

@@ -94,9 +94,9 @@ def process_tree(pid):
 
 
 def sched_ns(pids):
-    """(time run, time waited runnable on a run queue) in ns, summed over
-    every thread of pids (/proc/PID/task/TID/schedstat)."""
-    run = wait = 0
+    """{thread id: (time run, time waited runnable on a run queue)} in ns,
+    for every thread of pids (/proc/PID/task/TID/schedstat)."""
+    out = {}
     for pid in pids:
         try:
             tids = os.listdir("/proc/%d/task" % pid)
@@ -106,11 +106,17 @@ def sched_ns(pids):
             try:
                 with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
                     v = f.read().split()
-                run += int(v[0])
-                wait += int(v[1])
+                out[t] = (int(v[0]), int(v[1]))
             except (OSError, IndexError, ValueError):
                 pass
-    return run, wait
+    return out
+
+
+def waited_ns(before, after):
+    """The run-queue wait between two sched_ns() readings, summed over the
+    threads alive at the end (one started meanwhile counts from 0; one
+    gone by the end is not counted)."""
+    return sum(w - before.get(t, (0, 0))[1] for t, (_, w) in after.items())
 
 
 def idle_ticks():
@@ -155,7 +161,7 @@ def bench(port, a, pipeline, pid):
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # redis-benchmark, reaped by subprocess.run
     client = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e6 / n
     wall = max(w1 - w0, 1e-6)
-    sched = ((s1[1] - s0[1]) / 1e9 / wall, (i1 - i0) / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1)))
+    sched = (waited_ns(s0, s1) / 1e9 / wall, (i1 - i0) / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1)))
     return float(m[-1]), (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / n, client, sched
 
 

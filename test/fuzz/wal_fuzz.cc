@@ -30,9 +30,15 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  static char made[] = "/tmp/perfcached-walfuzz-XXXXXX";  // outlives every destructor
   static std::string dir = [] {
-    char tmpl[] = "/tmp/perfcached-walfuzz-XXXXXX";
-    return std::string(mkdtemp(tmpl));
+    std::string d = mkdtemp(made);
+    // Gone when the fuzzer exits (a crash leaves it, with its input).
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(made, ec);
+    });
+    return d;
   }();
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   bool two = (data[0] & 2) && in.size() >= 2;

@@ -160,6 +160,7 @@ class ConfigErrors(unittest.TestCase):
             path = "/tmp/perfcached-test-%d.conf" % os.getpid()
             with open(path, "w") as f:
                 f.write(conf)
+            self.addCleanup(lambda: os.path.exists(path) and os.unlink(path))
             args = ("-f", path) + args
         return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=20)
 

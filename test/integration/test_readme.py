@@ -5,13 +5,17 @@ bin/perfcli, curl) is run line by line against a daemon on the embedded
 default configuration (what `make run` starts), plus the RUN_ARGS the README
 names just before the block. Only what a test cannot share is changed: the
 ports 6379, 8080 and 8001 become free loopback ports, /run/perfcached paths
-and /tmp/perfcached-backup a temp dir. Every line must exit 0; a line ending in '&' runs in the background
+and every /tmp/perfcached-* path (the backup, the SQLite file, the WAL
+directory) go into a temp dir of the test's own, removed after it: no run
+loads what an earlier one left. Every line must exit 0; a line ending in '&' runs in the background
 and must print what the README says it prints."""
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -60,10 +64,14 @@ class ReadmeExamples(unittest.TestCase):
         http_port, xmlrpc_port = free_port(), free_port()
         ports = (("127.0.0.1:8080", "127.0.0.1:%d" % http_port), ("127.0.0.1:8001", "127.0.0.1:%d" % xmlrpc_port))
 
+        paths = tempfile.mkdtemp(prefix="perfcached-test-readme-")
+        self.addCleanup(shutil.rmtree, paths, True)
+
         def own_ports(text):
             for theirs, ours in ports:
                 text = text.replace(theirs, ours)
-            return text
+            # /tmp/perfcached-cache.db, /tmp/perfcached-data, ...: the test's own
+            return re.sub(r"/tmp/perfcached-([\w.-]+)", lambda m: os.path.join(paths, m.group(1)), text)
         overrides = [own_ports(o) for o in shlex.split(run_args) if o != "-o"]
         # The embedded default (no -f): only ports and paths are the test's own.
         d = Daemon(workers=None, arena_mb=256, overrides=overrides)
@@ -72,7 +80,6 @@ class ReadmeExamples(unittest.TestCase):
             sock = os.path.join(d.workdir, "mi.sock")
             for line in lines:
                 line = line.replace("-p 6379", "-p %d" % d.port).replace("--port 6379", "--port %d" % d.port)
-                line = line.replace("/tmp/perfcached-backup", os.path.join(d.workdir, "backup"))
                 line = own_ports(line)
                 line = line.replace("/run/perfcached/perfcached_mi.sock", sock)
                 background = line.endswith("&")

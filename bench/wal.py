@@ -42,6 +42,7 @@ import re
 import resource
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,8 +144,9 @@ def bench(port, a, pipeline, pid):
     not counted, for either server; a redis-server AOF rewrite child still
     running at the end is not either). Scheduling: (the time the server's
     threads were runnable but waited for a CPU, summed, as a share of the
-    run's wall time; the machine's idle share of all its CPUs meanwhile):
-    both high together means work queued on one CPU while another idled."""
+    run's wall time; the machine's idle + iowait share of all its CPUs
+    meanwhile). Totals over the run: they cannot show a CPU idle at the
+    moment a thread queued."""
     n = a.requests * (10 if pipeline > 1 else 1)
     pids = process_tree(pid)
     t0 = sum(cpu_ticks(x) for x in pids)
@@ -226,7 +228,6 @@ def main():
           "worker(s) ([wal] commit = %s), median of %d alternated runs, files on %s (%s)%s" %
           (a.requests, a.clients, a.size, a.workers, a.commit, a.runs, base, fs,
            ", client on CPU %s, server on CPU %s" % (CLIENT_CPU, SERVER_CPU) if a.pin else ""))
-    import statistics
     try:
         for pipeline in [int(x) for x in a.pipeline.split(",")]:
             print(" pipeline %d:" % pipeline)
@@ -271,7 +272,6 @@ def main():
 
 def sched_text(runs):
     """The medians of bench()'s scheduling figures."""
-    import statistics
     return "runq wait %3.0f%%, idle %3.0f%%" % (statistics.median(x[0] for x in runs) * 100,
                                                statistics.median(x[1] for x in runs) * 100)
 
